@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/voxhost/voxhost/host/plugin"
+)
+
+// StageDef is a resolved stage: a loaded plugin with its configuration,
+// shared by every call of a pipeline.
+type StageDef struct {
+	Plugin  *plugin.Plugin
+	Config  []byte
+	OnError Policy
+}
+
+// Definition is a named pipeline ready to instantiate for each call.
+type Definition struct {
+	Name   string
+	Stages []StageDef
+}
+
+// CallConfig describes the call a pipeline is made for.
+type CallConfig struct {
+	// InputRate is the rate of the audio entering the chain; 0 means 8000.
+	InputRate int
+	// MaxFrameMs is the longest frame; 0 means plugin.DefaultMaxFrameMs.
+	MaxFrameMs int
+	// Sink receives the events plugins emit.
+	Sink plugin.Sink
+	// Logger receives the plugins' log lines.
+	Logger *slog.Logger
+	// OnFault hears of every stage failure.
+	OnFault func(Fault)
+}
+
+// Instantiate makes the call's instances, in order, each taking the rate
+// the stage before it produces.
+func (d *Definition) Instantiate(ctx context.Context, cfg CallConfig) (*Pipeline, error) {
+	rate := cfg.InputRate
+	stages := make([]Stage, 0, len(d.Stages))
+	policies := make([]Policy, 0, len(d.Stages))
+	fail := func(err error) (*Pipeline, error) {
+		for _, s := range stages {
+			_ = s.Close(ctx)
+		}
+		return nil, err
+	}
+	maxMs := cfg.MaxFrameMs
+	if maxMs == 0 {
+		maxMs = plugin.DefaultMaxFrameMs
+	}
+	capacity := 0
+	for i, sd := range d.Stages {
+		in, err := sd.Plugin.Instantiate(ctx, plugin.InstanceConfig{
+			Config: sd.Config, InputRate: rate, MaxFrameMs: maxMs, Sink: cfg.Sink, Logger: cfg.Logger,
+		})
+		if err != nil {
+			return fail(fmt.Errorf("pipeline %s, stage %d: %w", d.Name, i+1, err))
+		}
+		stages = append(stages, in)
+		policies = append(policies, sd.OnError)
+		rate = in.OutputRate()
+		capacity = max(capacity, len(in.Buffer()))
+	}
+	// A stage must take whatever the stage before it may produce.
+	for _, s := range stages {
+		if len(s.Buffer()) < capacity {
+			if in, ok := s.(*plugin.Instance); ok {
+				if err := in.Reserve(capacity); err != nil {
+					return fail(fmt.Errorf("pipeline %s: %w", d.Name, err))
+				}
+			}
+		}
+	}
+	p, err := New(stages, policies, cfg.OnFault)
+	if err != nil {
+		return fail(fmt.Errorf("pipeline %s: %w", d.Name, err))
+	}
+	return p, nil
+}

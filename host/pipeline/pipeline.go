@@ -1,0 +1,263 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/voxhost/voxhost/abi"
+)
+
+// Policy says what happens to a call when one of its stages fails.
+type Policy int
+
+const (
+	// Bypass skips the failed stage for the rest of the call: its input
+	// flows on unchanged, so audio keeps flowing.
+	Bypass Policy = iota
+	// EndCall makes Process return the error so the caller ends the call.
+	EndCall
+)
+
+// String names the policy as configs spell it.
+func (p Policy) String() string {
+	if p == EndCall {
+		return "end_call"
+	}
+	return "bypass"
+}
+
+// ParsePolicy reads a policy as configs spell it ("bypass", "end_call").
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "", "bypass":
+		return Bypass, nil
+	case "end_call":
+		return EndCall, nil
+	}
+	return 0, fmt.Errorf("unknown on_error policy %q (want bypass or end_call)", s)
+}
+
+// Fault reports a stage that failed.
+type Fault struct {
+	// Stage is the index of the stage in the chain.
+	Stage int
+	// Name is the stage's name.
+	Name string
+	// Err is the stage's error, usually a *plugin.Error.
+	Err error
+	// Bypassed is true when the call goes on without the stage.
+	Bypassed bool
+}
+
+// Pipeline is the chain of stages of one call. It is not safe for
+// concurrent use: one goroutine runs a call.
+type Pipeline struct {
+	stages   []Stage
+	policies []Policy
+	bypassed []bool
+	// scratch carries a frame when no stage after a bypassed one is left.
+	scratch []byte
+	onFault func(Fault)
+}
+
+// New chains stages whose rates agree. policies gives each stage's policy
+// (missing entries mean Bypass); onFault, if not nil, hears of every failure.
+func New(stages []Stage, policies []Policy, onFault func(Fault)) (*Pipeline, error) {
+	if len(stages) == 0 {
+		return nil, errors.New("a pipeline needs at least one stage")
+	}
+	capacity := 0
+	for i, s := range stages {
+		if i > 0 && s.InputRate() != stages[i-1].OutputRate() {
+			return nil, fmt.Errorf("stage %d (%s) takes %d Hz but stage %d (%s) produces %d Hz",
+				i+1, s.Name(), s.InputRate(), i, stages[i-1].Name(), stages[i-1].OutputRate())
+		}
+		capacity = max(capacity, len(s.Buffer()))
+	}
+	p := &Pipeline{
+		stages:   stages,
+		policies: make([]Policy, len(stages)),
+		bypassed: make([]bool, len(stages)),
+		scratch:  make([]byte, capacity),
+		onFault:  onFault,
+	}
+	copy(p.policies, policies)
+	return p, nil
+}
+
+// Stages returns the chain, in order.
+func (p *Pipeline) Stages() []Stage { return p.stages }
+
+// InputRate is the rate the first stage takes, in Hz.
+func (p *Pipeline) InputRate() int { return p.stages[0].InputRate() }
+
+// OutputRate is the rate the last stage produces, in Hz.
+func (p *Pipeline) OutputRate() int { return p.stages[len(p.stages)-1].OutputRate() }
+
+// Bypassed reports whether stage i has failed and left the chain.
+func (p *Pipeline) Bypassed(i int) bool { return p.bypassed[i] }
+
+// Process runs one frame: src fills the first active stage's buffer, each
+// stage processes in place, and one copy carries the output into the next.
+// The result is a view of the last stage's buffer, valid until the next call;
+// it is empty when a stage swallowed the frame. An error means a stage with
+// the EndCall policy failed.
+func (p *Pipeline) Process(src Filler) ([]byte, error) {
+	first := p.nextActive(0)
+	n := src.Fill(p.bufferOf(first))
+	return p.run(first, n, nil, src)
+}
+
+// run carries n bytes that sit in stage i's buffer through stages i onward.
+// from is the buffer the input was copied out of (nil: it came from src),
+// kept so that a stage that fails mid-frame can be bypassed without losing
+// the frame.
+func (p *Pipeline) run(i, n int, from []byte, src Filler) ([]byte, error) {
+	for i < len(p.stages) {
+		s := p.stages[i]
+		out, err := s.Process(n / abi.SampleBytes)
+		if err == nil && out*abi.SampleBytes > len(s.Buffer()) {
+			err = fmt.Errorf("stage %s returned %d samples, more than its buffer holds", s.Name(), out)
+		}
+		next := p.nextActive(i + 1)
+		if err == nil && next < len(p.stages) && out*abi.SampleBytes > len(p.stages[next].Buffer()) {
+			err = fmt.Errorf("stage %s returned %d samples, more than the next stage's buffer holds", s.Name(), out)
+		}
+		if err != nil {
+			if ferr := p.fault(i, err); ferr != nil {
+				return nil, ferr
+			}
+			next = p.nextActive(i + 1)
+			dst := p.bufferOf(next)
+			if from == nil {
+				n = src.Fill(dst)
+			} else {
+				n = copy(dst, from)
+			}
+			i = next
+			continue
+		}
+		if out == 0 {
+			return s.Buffer()[:0], nil
+		}
+		n = out * abi.SampleBytes
+		view := s.Buffer()[:n]
+		if next == len(p.stages) {
+			return view, nil
+		}
+		copy(p.stages[next].Buffer(), view)
+		from, i = view, next
+	}
+	return p.scratch[:n], nil
+}
+
+// fault takes stage i out of the chain, or returns the error that ends the
+// call: under EndCall, and for a stage that changes the sample rate, since
+// the stages after it could not take its input.
+func (p *Pipeline) fault(i int, err error) error {
+	s := p.stages[i]
+	bypass := p.policies[i] == Bypass && s.InputRate() == s.OutputRate()
+	// A failed stage gets no more calls, whether the call goes on or not.
+	p.bypassed[i] = true
+	if p.onFault != nil {
+		p.onFault(Fault{Stage: i, Name: s.Name(), Err: err, Bypassed: bypass})
+	}
+	if !bypass {
+		return err
+	}
+	return nil
+}
+
+func (p *Pipeline) nextActive(i int) int {
+	for i < len(p.stages) && p.bypassed[i] {
+		i++
+	}
+	return i
+}
+
+func (p *Pipeline) bufferOf(i int) []byte {
+	if i == len(p.stages) {
+		return p.scratch
+	}
+	return p.stages[i].Buffer()
+}
+
+// Event delivers an ABI event to every active stage, in order. A stage that
+// fails is handled by its policy.
+func (p *Pipeline) Event(kind, arg int32, payload []byte) error {
+	for i, s := range p.stages {
+		if p.bypassed[i] {
+			continue
+		}
+		if _, err := s.Event(kind, arg, payload); err != nil {
+			if ferr := p.fault(i, err); ferr != nil {
+				return ferr
+			}
+		}
+	}
+	return nil
+}
+
+// Flush tells each stage in turn that the input ended; the samples a stage
+// releases run through the stages after it and reach out, which must not
+// keep the slice.
+func (p *Pipeline) Flush(out func(pcm []byte) error) error {
+	for i, s := range p.stages {
+		if p.bypassed[i] {
+			continue
+		}
+		samples, err := s.Event(abi.EventFlush, 0, nil)
+		if err != nil {
+			if ferr := p.fault(i, err); ferr != nil {
+				return ferr
+			}
+			continue
+		}
+		if samples == 0 {
+			continue
+		}
+		if samples*abi.SampleBytes > len(s.Buffer()) {
+			if ferr := p.fault(i, fmt.Errorf("stage %s flushed %d samples, more than its buffer holds", s.Name(), samples)); ferr != nil {
+				return ferr
+			}
+			continue
+		}
+		tail := s.Buffer()[:samples*abi.SampleBytes]
+		next := p.nextActive(i + 1)
+		if next == len(p.stages) {
+			if err := out(tail); err != nil {
+				return err
+			}
+			continue
+		}
+		n := copy(p.stages[next].Buffer(), tail)
+		pcm, err := p.run(next, n, tail, PCM(tail))
+		if err != nil {
+			return err
+		}
+		if len(pcm) > 0 {
+			if err := out(pcm); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Close ends the call for every stage: stages that never failed hear
+// call_end first, then all are released.
+func (p *Pipeline) Close(ctx context.Context) error {
+	var errs []error
+	for i, s := range p.stages {
+		if !p.bypassed[i] {
+			if _, err := s.Event(abi.EventCallEnd, 0, nil); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := s.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,10 @@
+// Package plugin compiles, validates, caches, instantiates and calls voxhost
+// plugins: WebAssembly modules that implement the ABI of package abi.
+//
+// One Runtime is shared by the whole process. Load compiles a module once and
+// validates it against the ABI, returning every problem with a reason a person
+// can act on. Instantiate makes one anonymous instance per call; an Instance
+// looks its exports up once and calls them with a reused stack, so calling
+// Process allocates nothing. A trap inside a plugin is an *Error naming the
+// plugin, the export and the frame, never a panic of the host.
+package plugin

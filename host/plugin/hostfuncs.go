@@ -1,0 +1,89 @@
+package plugin
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/voxhost/voxhost/abi"
+)
+
+// instantiateHostModule provides the functions plugins import from the
+// "voxhost" module. They find the calling instance through the context each
+// Instance passes to its calls, so one host module serves every call.
+func (r *Runtime) instantiateHostModule(ctx context.Context) error {
+	i32 := api.ValueTypeI32
+	_, err := r.rt.NewHostModuleBuilder(abi.HostModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostLog), []api.ValueType{i32, i32, i32}, nil).
+		WithParameterNames("level", "ptr", "len").
+		Export(abi.ImportLog).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostEmit), []api.ValueType{i32, i32, i32, i32}, nil).
+		WithParameterNames("name_ptr", "name_len", "data_ptr", "data_len").
+		Export(abi.ImportEmit).
+		Instantiate(ctx)
+	return err
+}
+
+func callerOf(ctx context.Context) *Instance {
+	in, _ := ctx.Value(instanceKey{}).(*Instance)
+	return in
+}
+
+func hostLog(ctx context.Context, m api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	if in == nil {
+		return
+	}
+	level, ptr, n := api.DecodeI32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	n = min(n, abi.MaxLogLen)
+	msg, ok := m.Memory().Read(ptr, n)
+	if !ok {
+		in.droppedHostCalls.Add(1)
+		return
+	}
+	lvl := slog.LevelInfo
+	switch level {
+	case abi.LogDebug:
+		lvl = slog.LevelDebug
+	case abi.LogWarn:
+		lvl = slog.LevelWarn
+	case abi.LogError:
+		lvl = slog.LevelError
+	}
+	in.logger.Log(ctx, lvl, string(msg), "plugin", in.plugin.name)
+}
+
+func hostEmit(ctx context.Context, m api.Module, stack []uint64) {
+	in := callerOf(ctx)
+	if in == nil {
+		return
+	}
+	namePtr, nameLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	dataPtr, dataLen := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
+	if nameLen == 0 || nameLen > abi.MaxEmitNameLen || dataLen > abi.MaxEmitDataLen {
+		in.droppedHostCalls.Add(1)
+		return
+	}
+	name, ok1 := m.Memory().Read(namePtr, nameLen)
+	data, ok2 := m.Memory().Read(dataPtr, dataLen)
+	if !ok1 || !ok2 || !validEventName(name) {
+		in.droppedHostCalls.Add(1)
+		return
+	}
+	if in.sink != nil {
+		in.sink.Emit(in.plugin.name, string(name), append([]byte(nil), data...))
+	}
+}
+
+// validEventName admits the identifiers ABI.md allows: [a-z0-9_.-].
+func validEventName(name []byte) bool {
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

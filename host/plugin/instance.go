@@ -1,0 +1,354 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/voxhost/voxhost/abi"
+)
+
+// DefaultMaxFrameMs is the longest frame an instance is sized for.
+const DefaultMaxFrameMs = 100
+
+// DefaultBufferBytes is the capacity Load asks of a plugin's vox_buffer: a
+// 100 ms frame at 8 kHz.
+const DefaultBufferBytes = DefaultMaxFrameMs * abi.TelephonyRate / 1000 * abi.SampleBytes
+
+// Plugin is a compiled, validated module, shared by every call that uses it.
+type Plugin struct {
+	name     string
+	rt       *Runtime
+	compiled wazero.CompiledModule
+	version  int
+
+	hasInit, hasEvent, hasRate, hasInitialize bool
+}
+
+// Name labels the plugin in errors, logs and metrics.
+func (p *Plugin) Name() string { return p.name }
+
+// Close releases the compiled module. Live instances keep working.
+func (p *Plugin) Close(ctx context.Context) error { return p.compiled.Close(ctx) }
+
+// probe makes a trial instance so that problems only running code reveals
+// (an unsatisfiable import, a trapping start function, a buffer that does not
+// fit) are reported at load time rather than when the first call arrives.
+func (p *Plugin) probe(ctx context.Context, capacity int) error {
+	in, err := p.instantiate(ctx)
+	if err != nil {
+		return err
+	}
+	defer in.Close(ctx)
+	return in.negotiate(capacity)
+}
+
+// Sink receives what an instance's plugin emits during a call.
+type Sink interface {
+	// Emit delivers a plugin event; name and data are copies the sink may keep.
+	Emit(plugin, name string, data []byte)
+}
+
+// InstanceConfig describes the call an instance is made for.
+type InstanceConfig struct {
+	// Config is the plugin's JSON configuration object; nil means {}.
+	Config []byte
+	// InputRate is the sample rate the instance receives, in Hz; 0 means 8000.
+	InputRate int
+	// MaxFrameMs is the longest frame the instance must hold; 0 means
+	// DefaultMaxFrameMs.
+	MaxFrameMs int
+	// Sink receives emitted events; nil drops them.
+	Sink Sink
+	// Logger receives the plugin's log lines, with the call's attributes;
+	// nil means the runtime's logger.
+	Logger *slog.Logger
+}
+
+// Instance is one plugin's state for one call. Its methods must not be
+// called concurrently: the ABI guarantees plugins strictly sequential calls.
+type Instance struct {
+	plugin *Plugin
+	mod    api.Module
+	mem    api.Memory
+	ctx    context.Context
+
+	buffer, process, init, event, rate api.Function
+	// stack is reused by every call: CallWithStack writes results over params.
+	stack []uint64
+
+	bufPtr, bufCap uint32
+	view           []byte
+	memSize        uint32
+
+	frame            uint64
+	inRate, outRate  int
+	sink             Sink
+	logger           *slog.Logger
+	droppedHostCalls atomic.Uint64
+}
+
+type instanceKey struct{}
+
+// Instantiate makes a new instance for one call: it runs the module's start
+// code, negotiates the frame buffer, passes the configuration to vox_init and
+// learns the output rate from vox_rate.
+func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance, error) {
+	in, err := p.instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.configure(cfg); err != nil {
+		_ = in.Close(ctx)
+		return nil, err
+	}
+	return in, nil
+}
+
+func (p *Plugin) instantiate(ctx context.Context) (*Instance, error) {
+	in := &Instance{plugin: p, stack: make([]uint64, 2), logger: p.rt.logger, inRate: abi.TelephonyRate, outRate: abi.TelephonyRate}
+	in.ctx = context.WithValue(context.Background(), instanceKey{}, in)
+	// An empty name makes the instance anonymous, so any number of calls can
+	// instantiate the same module at once.
+	mod, err := p.rt.rt.InstantiateModule(in.ctx, p.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: instantiation failed: %s", p.name, trapReason(err))
+	}
+	p.rt.live.Add(1)
+	in.mod = mod
+	in.mem = mod.Memory()
+	in.buffer = mod.ExportedFunction(abi.ExportBuffer)
+	in.process = mod.ExportedFunction(abi.ExportProcess)
+	if p.hasInit {
+		in.init = mod.ExportedFunction(abi.ExportInit)
+	}
+	if p.hasEvent {
+		in.event = mod.ExportedFunction(abi.ExportEvent)
+	}
+	if p.hasRate {
+		in.rate = mod.ExportedFunction(abi.ExportRate)
+	}
+	if p.hasInitialize {
+		if err := mod.ExportedFunction("_initialize").CallWithStack(in.ctx, in.stack); err != nil {
+			_ = in.Close(ctx)
+			return nil, in.trap("_initialize", 0, err)
+		}
+	}
+	return in, nil
+}
+
+func (in *Instance) configure(cfg InstanceConfig) error {
+	if cfg.Sink != nil {
+		in.sink = cfg.Sink
+	}
+	if cfg.Logger != nil {
+		in.logger = cfg.Logger
+	}
+	if cfg.InputRate > 0 {
+		in.inRate = cfg.InputRate
+	}
+	maxMs := cfg.MaxFrameMs
+	if maxMs <= 0 {
+		maxMs = DefaultMaxFrameMs
+	}
+	config := cfg.Config
+	if len(config) == 0 {
+		config = []byte("{}")
+	}
+	frameBytes := func(rate int) int { return maxMs * rate / 1000 * abi.SampleBytes }
+	if err := in.negotiate(max(frameBytes(in.inRate), len(config))); err != nil {
+		return err
+	}
+	if in.init != nil {
+		copy(in.view, config)
+		if _, err := in.callStatus(in.init, abi.ExportInit, uint64(len(config))); err != nil {
+			return err
+		}
+	}
+	in.outRate = in.inRate
+	if in.rate != nil {
+		out, err := in.callStatus(in.rate, abi.ExportRate, uint64(in.inRate))
+		if err != nil {
+			return fmt.Errorf("%w: input of %d Hz", err, in.inRate)
+		}
+		if out == 0 {
+			return &Error{Plugin: in.plugin.name, Export: abi.ExportRate, Kind: KindContract, Reason: fmt.Sprintf("returned an output rate of 0 Hz for an input of %d Hz", in.inRate)}
+		}
+		in.outRate = int(out)
+	}
+	if need := frameBytes(max(in.inRate, in.outRate)); need > int(in.bufCap) {
+		return in.negotiate(need)
+	}
+	return nil
+}
+
+// negotiate asks the plugin for a buffer of capacity bytes and takes a view
+// of it.
+func (in *Instance) negotiate(capacity int) error {
+	in.stack[0] = api.EncodeI32(int32(capacity))
+	if err := in.buffer.CallWithStack(in.ctx, in.stack); err != nil {
+		return in.trap(abi.ExportBuffer, 0, err)
+	}
+	ptr := api.DecodeI32(in.stack[0])
+	if ptr <= 0 {
+		return &Error{Plugin: in.plugin.name, Export: abi.ExportBuffer, Kind: KindContract,
+			Reason: fmt.Sprintf("cannot provide a frame buffer of %d bytes (vox_buffer returned %d): buffer too small", capacity, ptr)}
+	}
+	if ptr%abi.BufferAlign != 0 {
+		return &Error{Plugin: in.plugin.name, Export: abi.ExportBuffer, Kind: KindContract,
+			Reason: fmt.Sprintf("returned address %d, which is not %d-byte aligned", ptr, abi.BufferAlign)}
+	}
+	in.bufPtr, in.bufCap = uint32(ptr), uint32(capacity)
+	return in.acquireView()
+}
+
+// acquireView re-reads the buffer's view: a view goes stale when memory grows
+// past its capacity and wazero moves it.
+func (in *Instance) acquireView() error {
+	in.memSize = in.mem.Size()
+	view, ok := in.mem.Read(in.bufPtr, in.bufCap)
+	if !ok {
+		return &Error{Plugin: in.plugin.name, Export: abi.ExportBuffer, Kind: KindContract,
+			Reason: fmt.Sprintf("buffer at %d+%d lies outside memory of %d bytes", in.bufPtr, in.bufCap, in.memSize)}
+	}
+	in.view = view
+	return nil
+}
+
+// Name names the instance's plugin.
+func (in *Instance) Name() string { return in.plugin.name }
+
+// Buffer is the frame buffer inside the plugin's memory, its full capacity.
+// It is valid until the next call into the instance.
+func (in *Instance) Buffer() []byte { return in.view }
+
+// InputRate is the sample rate the instance receives, in Hz.
+func (in *Instance) InputRate() int { return in.inRate }
+
+// OutputRate is the sample rate the instance produces, in Hz.
+func (in *Instance) OutputRate() int { return in.outRate }
+
+// Frames counts the calls to vox_process so far.
+func (in *Instance) Frames() uint64 { return in.frame }
+
+// DroppedHostCalls counts log and emit calls the host refused (bad pointers,
+// bad names, oversize data).
+func (in *Instance) DroppedHostCalls() uint64 { return in.droppedHostCalls.Load() }
+
+// Process runs vox_process on the first samples of Buffer, in place, and
+// returns the number of output samples now at the start of Buffer.
+func (in *Instance) Process(samples int) (int, error) {
+	in.frame++
+	in.stack[0] = api.EncodeI32(int32(samples))
+	if err := in.process.CallWithStack(in.ctx, in.stack); err != nil {
+		return 0, in.trap(abi.ExportProcess, in.frame, err)
+	}
+	out := api.DecodeI32(in.stack[0])
+	if in.mem.Size() != in.memSize {
+		if err := in.acquireView(); err != nil {
+			return 0, err
+		}
+	}
+	if out < 0 {
+		return 0, &Error{Plugin: in.plugin.name, Export: abi.ExportProcess, Frame: in.frame, Kind: KindStatus, Status: out, Reason: StatusText(out)}
+	}
+	if uint32(out)*abi.SampleBytes > in.bufCap {
+		return 0, &Error{Plugin: in.plugin.name, Export: abi.ExportProcess, Frame: in.frame, Kind: KindContract,
+			Reason: fmt.Sprintf("returned %d samples, more than its %d-byte buffer holds", out, in.bufCap)}
+	}
+	return int(out), nil
+}
+
+// Event delivers an event of the ABI (abi.EventDTMF, …) and returns the
+// plugin's non-negative result. payload, if not nil, is written at the start
+// of the buffer first and its length passed as arg (abi.EventCallStart).
+// Plugins without vox_event ignore events.
+func (in *Instance) Event(kind, arg int32, payload []byte) (int, error) {
+	if in.event == nil {
+		return 0, nil
+	}
+	if payload != nil {
+		if len(payload) > int(in.bufCap) {
+			if err := in.negotiate(len(payload)); err != nil {
+				return 0, err
+			}
+		}
+		copy(in.view, payload)
+		arg = int32(len(payload))
+	}
+	in.stack[0], in.stack[1] = api.EncodeI32(kind), api.EncodeI32(arg)
+	if err := in.event.CallWithStack(in.ctx, in.stack); err != nil {
+		return 0, in.trap(abi.ExportEvent, 0, err)
+	}
+	out := api.DecodeI32(in.stack[0])
+	if in.mem.Size() != in.memSize {
+		if err := in.acquireView(); err != nil {
+			return 0, err
+		}
+	}
+	if out < 0 {
+		return 0, &Error{Plugin: in.plugin.name, Export: abi.ExportEvent, Kind: KindStatus, Status: out, Reason: StatusText(out)}
+	}
+	if uint32(out)*abi.SampleBytes > in.bufCap {
+		return 0, &Error{Plugin: in.plugin.name, Export: abi.ExportEvent, Kind: KindContract,
+			Reason: fmt.Sprintf("returned %d samples, more than its %d-byte buffer holds", out, in.bufCap)}
+	}
+	return int(out), nil
+}
+
+// callStatus calls a one-argument export that returns a status or a count.
+func (in *Instance) callStatus(fn api.Function, export string, arg uint64) (int32, error) {
+	in.stack[0] = arg
+	if err := fn.CallWithStack(in.ctx, in.stack); err != nil {
+		return 0, in.trap(export, 0, err)
+	}
+	out := api.DecodeI32(in.stack[0])
+	if in.mem.Size() != in.memSize {
+		if err := in.acquireView(); err != nil {
+			return 0, err
+		}
+	}
+	if out < 0 {
+		return 0, &Error{Plugin: in.plugin.name, Export: export, Kind: KindStatus, Status: out, Reason: StatusText(out)}
+	}
+	return out, nil
+}
+
+func (in *Instance) trap(export string, frame uint64, err error) error {
+	return &Error{Plugin: in.plugin.name, Export: export, Frame: frame, Kind: KindTrap, Reason: trapReason(err)}
+}
+
+// trapReason keeps the first line of a wazero error without its prefix: the
+// stack trace that follows names functions by index, useless to an operator.
+func trapReason(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimPrefix(msg, "wasm error: ")
+}
+
+// Close ends the instance and frees its memory. It is safe to call twice.
+func (in *Instance) Close(ctx context.Context) error {
+	if in.mod == nil {
+		return nil
+	}
+	err := in.mod.Close(ctx)
+	in.mod, in.view = nil, nil
+	in.plugin.rt.live.Add(-1)
+	return err
+}
+
+// Reserve makes sure the buffer holds at least capacity bytes, asking the
+// plugin for a larger one if needed.
+func (in *Instance) Reserve(capacity int) error {
+	if capacity <= int(in.bufCap) {
+		return nil
+	}
+	return in.negotiate(capacity)
+}

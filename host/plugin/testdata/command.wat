@@ -1,0 +1,7 @@
+;; A WASI command (exports _start) instead of a reactor.
+(module
+  (memory (export "memory") 1 1)
+  (func (export "voxhost_abi_v1"))
+  (func (export "vox_buffer") (param i32) (result i32) (i32.const 1024))
+  (func (export "_start"))
+  (func (export "vox_process") (param i32) (result i32) (local.get 0)))

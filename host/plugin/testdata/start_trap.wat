@@ -1,0 +1,8 @@
+;; Its start function traps, so no instance can be made.
+(module
+  (memory (export "memory") 1 1)
+  (func (export "voxhost_abi_v1"))
+  (func (export "vox_buffer") (param i32) (result i32) (i32.const 1024))
+  (func $boom unreachable)
+  (start $boom)
+  (func (export "vox_process") (param i32) (result i32) (local.get 0)))
