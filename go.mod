@@ -3,12 +3,8 @@ module github.com/voxhost/voxhost
 go 1.26
 
 require (
-	github.com/coder/websocket v1.8.15 // indirect
-	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/tetratelabs/wazero v1.12.0 // indirect
-	github.com/urfave/cli/v2 v2.27.7 // indirect
-	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	github.com/zaf/g711 v1.4.0 // indirect
-	golang.org/x/sys v0.44.0 // indirect
+	github.com/tetratelabs/wazero v1.12.0
+	github.com/zaf/g711 v1.4.0
 )
+
+require golang.org/x/sys v0.44.0 // indirect

@@ -232,7 +232,7 @@ func (p *Pipeline) Flush(out func(pcm []byte) error) error {
 			continue
 		}
 		n := copy(p.stages[next].Buffer(), tail)
-		pcm, err := p.run(next, n, tail, PCM(tail))
+		pcm, err := p.run(next, n, tail, &PCM{Frame: tail})
 		if err != nil {
 			return err
 		}

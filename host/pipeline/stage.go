@@ -31,11 +31,14 @@ type Filler interface {
 	Fill(dst []byte) int
 }
 
-// PCM is a Filler over a frame already decoded to PCM16LE.
-type PCM []byte
+// PCM is a Filler over a frame already in PCM16LE. Pass a pointer: a
+// pointer in an interface costs no allocation, a slice would.
+type PCM struct {
+	Frame []byte
+}
 
 // Fill copies the frame into dst.
-func (p PCM) Fill(dst []byte) int { return copy(dst, p) }
+func (p *PCM) Fill(dst []byte) int { return copy(dst, p.Frame) }
 
 // NativeFunc processes samples PCM16LE samples at the start of buf in place
 // and returns the number of output samples.
