@@ -4,7 +4,7 @@ GO ?= go
 CLANG ?= clang-14
 WAT2WASM ?= wat2wasm
 CFLAGS_WASM := --target=wasm32 -nostdlib -O2 -I sdk/c \
-	-Wl,--no-entry -Wl,--initial-memory=131072 -Wl,--max-memory=131072 \
+	-Wl,--no-entry -Wl,--initial-memory=65536 -Wl,--max-memory=65536 \
 	-Wl,-z,stack-size=8192 -Wl,--strip-all
 WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat)
 C_SOURCES := $(wildcard plugins/*/*.c)

@@ -131,7 +131,7 @@ func (r *Runtime) Inspect(ctx context.Context, name string, wasm []byte) *Report
 }
 
 func (r *Runtime) inspect(ctx context.Context, name string, wasm []byte) (*Report, *Plugin) {
-	rep := &Report{Plugin: name, Size: len(wasm)}
+	rep := &Report{Plugin: name, Size: len(wasm), Exports: []Extern{}, Imports: []Extern{}, Problems: []string{}, Warnings: []string{}}
 	if problem := checkHeader(wasm); problem != "" {
 		rep.Problems = append(rep.Problems, problem)
 		return rep, nil

@@ -16,7 +16,7 @@
  *
  * Build (clang-14, wasm-ld):
  *   clang-14 --target=wasm32 -nostdlib -O2 -I sdk/c \
- *     -Wl,--no-entry -Wl,--initial-memory=131072 -Wl,--max-memory=131072 \
+ *     -Wl,--no-entry -Wl,--initial-memory=65536 -Wl,--max-memory=65536 \
  *     -Wl,-z,stack-size=8192 -o plugin.wasm plugin.c
  */
 #ifndef VOXHOST_H

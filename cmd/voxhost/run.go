@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/voxhost/voxhost/host/offline"
+	"github.com/voxhost/voxhost/host/pipeline"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "process an audio file through a pipeline, 20 ms frames, as a live call would",
+		ArgsUsage: "IN OUT  (.wav PCM16 mono 8 kHz, or .ul raw μ-law)",
+		Description: `Events that plugins emit are written as JSON lines to --events (default stderr).
+   Example: voxhost run --pipeline "gain db=-6 | passthrough" in.wav out.wav`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Usage: `stages separated by "|", each a plugin and key=value config`, Required: true},
+			&cli.StringFlag{Name: "events", Usage: "file for the JSON-lines event log (\"-\" or empty: stderr)"},
+			&cli.StringFlag{Name: "dtmf", Usage: `key presses to deliver, e.g. "500:5,1200:#" (ms:key)`},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return fmt.Errorf("run needs IN and OUT files, got %d arguments (see voxhost run --help)", c.NArg())
+			}
+			specs, err := pipeline.ParseSpec(c.String("pipeline"))
+			if err != nil {
+				return err
+			}
+			dtmf, err := offline.ParseDTMF(c.String("dtmf"))
+			if err != nil {
+				return err
+			}
+			cat, closeCatalog, err := openCatalog(c)
+			if err != nil {
+				return err
+			}
+			defer closeCatalog()
+			def, err := cat.Definition(c.Context, "cli", specs)
+			if err != nil {
+				return err
+			}
+			var events io.Writer = os.Stderr
+			if path := c.String("events"); path != "" && path != "-" {
+				f, err := os.Create(path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				events = f
+			}
+			sum, err := offline.Run(c.Context, offline.Options{
+				Definition: def, In: c.Args().Get(0), Out: c.Args().Get(1), Events: events, DTMF: dtmf,
+			})
+			if err != nil {
+				return err
+			}
+			if !c.Bool("quiet") {
+				perFrame := time.Duration(0)
+				if sum.Frames > 0 {
+					perFrame = sum.Elapsed / time.Duration(sum.Frames)
+				}
+				speed := float64(sum.InputMs) / max(float64(sum.Elapsed.Microseconds())/1000, 0.001)
+				fmt.Fprintf(os.Stderr, "%s: %.2f s of audio, %d frames, %d events, %d plugin errors; %v per frame (%.0f× real time); wrote %s at %d Hz\n",
+					c.Args().Get(0), float64(sum.InputMs)/1000, sum.Frames, sum.Events, sum.Faults, perFrame, speed, c.Args().Get(1), sum.OutputRate)
+			}
+			return nil
+		},
+	}
+}

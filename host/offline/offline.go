@@ -1,0 +1,231 @@
+// Package offline runs an audio file through a pipeline exactly as a live
+// call would — 20 ms frames, the same events, the same fault handling — and
+// writes the result and the plugins' events. It is the plugin author's test
+// bench behind `voxhost run`.
+package offline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/audiofile"
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/pipeline"
+)
+
+// FrameMs is the frame length of a run, as telephony streams send it.
+const FrameMs = 20
+
+// DTMF is a key press to deliver to the plugins at a point of the input.
+type DTMF struct {
+	AtMs  int
+	Digit byte
+}
+
+// ParseDTMF reads a list like "500:5,1200:#": milliseconds into the input,
+// a colon, and a key (0-9 * # A-D).
+func ParseDTMF(s string) ([]DTMF, error) {
+	var out []DTMF
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		at, digit, ok := strings.Cut(strings.TrimSpace(item), ":")
+		ms, err := strconv.Atoi(at)
+		if !ok || err != nil || ms < 0 || len(digit) != 1 || !strings.Contains("0123456789*#ABCD", digit) {
+			return nil, fmt.Errorf("bad DTMF %q: want MS:KEY, e.g. 500:5, with KEY one of 0-9 * # A-D", item)
+		}
+		out = append(out, DTMF{AtMs: ms, Digit: digit[0]})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].AtMs < out[j].AtMs })
+	return out, nil
+}
+
+// Event is one JSON line of the events output.
+type Event struct {
+	// TimeMs is the start of the frame during which the event happened.
+	TimeMs int    `json:"t_ms"`
+	Plugin string `json:"plugin"`
+	// Kind is the name the plugin emitted, or "plugin_error" for a fault.
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data,omitempty"`
+	// Error and Action describe a fault: the reason and what the host did.
+	Error  string `json:"error,omitempty"`
+	Action string `json:"action,omitempty"`
+}
+
+// Summary tells what a run did.
+type Summary struct {
+	Frames     int
+	InputMs    int
+	OutputRate int
+	Events     int
+	Faults     int
+	Elapsed    time.Duration
+}
+
+// Options describes a run.
+type Options struct {
+	// Definition is the pipeline to run.
+	Definition *pipeline.Definition
+	// In and Out are audio files; their extensions choose the format.
+	In, Out string
+	// Events receives one JSON line per event.
+	Events io.Writer
+	// DTMF lists key presses to deliver.
+	DTMF []DTMF
+	// CallID names the run in the call_start metadata.
+	CallID string
+}
+
+// eventLog writes events as JSON lines, stamped with the current frame time.
+type eventLog struct {
+	mu    sync.Mutex
+	enc   *json.Encoder
+	nowMs int
+	count int
+	err   error
+}
+
+func (l *eventLog) write(e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.TimeMs = l.nowMs
+	l.count++
+	if l.err == nil {
+		l.err = l.enc.Encode(e)
+	}
+}
+
+// Emit implements plugin.Sink.
+func (l *eventLog) Emit(plugin, name string, data []byte) {
+	e := Event{Plugin: plugin, Kind: name}
+	if len(data) > 0 {
+		if json.Valid(data) {
+			e.Data = data
+		} else {
+			quoted, _ := json.Marshal(string(data))
+			e.Data = quoted
+		}
+	}
+	l.write(e)
+}
+
+// Run processes the input file and writes the output file.
+func Run(ctx context.Context, opts Options) (Summary, error) {
+	var sum Summary
+	outFormat, err := audiofile.FormatOf(opts.Out)
+	if err != nil {
+		return sum, err
+	}
+	pcm, rate, err := audiofile.ReadPCM(opts.In)
+	if err != nil {
+		return sum, err
+	}
+	if err := audiofile.RequireRate(opts.In, rate, abi.TelephonyRate); err != nil {
+		return sum, err
+	}
+	inFormat, _ := audiofile.FormatOf(opts.In)
+	events := &eventLog{enc: json.NewEncoder(opts.Events)}
+	faults := 0
+	p, err := opts.Definition.Instantiate(ctx, pipeline.CallConfig{
+		InputRate: rate,
+		Sink:      events,
+		OnFault: func(f pipeline.Fault) {
+			faults++
+			action := "bypassed for the rest of the call"
+			if !f.Bypassed {
+				action = "call ended"
+			}
+			events.write(Event{Plugin: f.Name, Kind: "plugin_error", Error: f.Err.Error(), Action: action})
+		},
+	})
+	if err != nil {
+		return sum, err
+	}
+	defer p.Close(ctx)
+	if outFormat == audiofile.FormatUlaw && p.OutputRate() != abi.TelephonyRate {
+		return sum, fmt.Errorf("%s: the pipeline produces %d Hz audio but μ-law files are 8000 Hz; write a .wav or end the pipeline at 8000 Hz", opts.Out, p.OutputRate())
+	}
+	callID := opts.CallID
+	if callID == "" {
+		callID = "offline"
+	}
+	meta, _ := json.Marshal(map[string]any{
+		"call_id": callID, "pipeline": opts.Definition.Name, "protocol": "file", "sample_rate": rate,
+	})
+	if err := p.Event(abi.EventCallStart, 0, meta); err != nil {
+		return sum, err
+	}
+
+	start := time.Now()
+	frameBytes := FrameMs * rate / 1000 * abi.SampleBytes
+	// A live call sends μ-law: a .ul input goes through the decoder into the
+	// first buffer, a .wav input is copied in as PCM.
+	var src pipeline.Filler
+	ulawSrc, pcmSrc := &codec.UlawSource{}, &pipeline.PCM{}
+	var ulaw []byte
+	if inFormat == audiofile.FormatUlaw {
+		ulaw = make([]byte, len(pcm)/2)
+		codec.EncodeUlaw(ulaw, pcm)
+		src = ulawSrc
+	} else {
+		src = pcmSrc
+	}
+	var out []byte
+	dtmf := opts.DTMF
+	for off := 0; off < len(pcm); off += frameBytes {
+		events.mu.Lock()
+		events.nowMs = off / abi.SampleBytes * 1000 / rate
+		events.mu.Unlock()
+		for len(dtmf) > 0 && dtmf[0].AtMs < events.nowMs+FrameMs {
+			if err := p.Event(abi.EventDTMF, int32(dtmf[0].Digit), nil); err != nil {
+				return sum, err
+			}
+			dtmf = dtmf[1:]
+		}
+		end := min(off+frameBytes, len(pcm))
+		// The ABI promises frames in whole milliseconds: pad a short tail.
+		step := rate / 1000 * abi.SampleBytes
+		if rem := (end - off) % step; rem != 0 {
+			padded := make([]byte, end-off+step-rem)
+			copy(padded, pcm[off:end])
+			pcmSrc.Frame, ulawSrc.Frame = padded, make([]byte, len(padded)/2)
+			codec.EncodeUlaw(ulawSrc.Frame, padded)
+		} else {
+			pcmSrc.Frame = pcm[off:end]
+			if ulaw != nil {
+				ulawSrc.Frame = ulaw[off/2 : end/2]
+			}
+		}
+		view, err := p.Process(src)
+		if err != nil {
+			return sum, err
+		}
+		out = append(out, view...)
+		sum.Frames++
+	}
+	if err := p.Flush(func(tail []byte) error { out = append(out, tail...); return nil }); err != nil {
+		return sum, err
+	}
+	sum.Elapsed = time.Since(start)
+	sum.InputMs = len(pcm) / abi.SampleBytes * 1000 / rate
+	sum.OutputRate = p.OutputRate()
+	sum.Events = events.count
+	sum.Faults = faults
+	if events.err != nil {
+		return sum, fmt.Errorf("writing events: %w", events.err)
+	}
+	if err := audiofile.WritePCM(opts.Out, out, p.OutputRate()); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
