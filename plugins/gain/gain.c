@@ -9,7 +9,7 @@
 
 static int32_t gain_q16 = 65536;
 
-VOX_EXPORT("vox_init") int32_t vox_init(int32_t config_len) {
+VOX_INIT {
     double db = 0;
     if (vox_config_find(vox_bytes(), config_len, "db") >= 0 && !vox_config_number(vox_bytes(), config_len, "db", &db)) {
         vox_log(VOX_LOG_ERROR, "gain: \"db\" must be a number");
@@ -23,11 +23,11 @@ VOX_EXPORT("vox_init") int32_t vox_init(int32_t config_len) {
     return VOX_OK;
 }
 
-VOX_EXPORT("vox_process") int32_t vox_process(int32_t n) {
+VOX_PROCESS {
     int16_t *s = vox_samples();
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < samples; i++) {
         int64_t v = (int64_t)s[i] * gain_q16;
         s[i] = vox_sat16((int32_t)((v + 32768) >> 16));
     }
-    return n;
+    return samples;
 }

@@ -4,14 +4,15 @@
  * Header-only and freestanding: no libc needed. In exactly one translation
  * unit, define VOXHOST_IMPLEMENTATION before including it; that unit then
  * holds the ABI version marker and the frame buffer (vox_buffer). The author
- * writes vox_process and, optionally, vox_init, vox_rate and vox_event:
+ * writes vox_process and, optionally, vox_init, vox_rate and vox_event, each
+ * opened with its macro so that its export name and type match the ABI:
  *
  *   #define VOXHOST_IMPLEMENTATION
  *   #include "voxhost.h"
- *   VOX_EXPORT("vox_process") int32_t vox_process(int32_t n) {
+ *   VOX_PROCESS {                      // int32_t vox_process(int32_t samples)
  *       int16_t *s = vox_samples();
- *       ...process s[0..n) in place...
- *       return n;
+ *       ...process s[0..samples) in place...
+ *       return samples;
  *   }
  *
  * Build (clang-14, wasm-ld):
@@ -61,6 +62,12 @@ typedef __UINT8_TYPE__ uint8_t;
 /* Marks a function as an export of the plugin under the given name. */
 #define VOX_EXPORT(name) __attribute__((export_name(name), visibility("default")))
 #define VOX_IMPORT(name) __attribute__((import_module("voxhost"), import_name(name)))
+
+/* Openers of the plugin's own exports: VOX_PROCESS { ... return samples; } */
+#define VOX_PROCESS VOX_EXPORT("vox_process") int32_t vox_process(int32_t samples)
+#define VOX_INIT VOX_EXPORT("vox_init") int32_t vox_init(int32_t config_len)
+#define VOX_RATE VOX_EXPORT("vox_rate") int32_t vox_rate(int32_t input_rate)
+#define VOX_EVENT VOX_EXPORT("vox_event") int32_t vox_event(int32_t kind, int32_t arg)
 
 /* Host imports. */
 VOX_IMPORT("log") void vox_host_log(int32_t level, const char *msg, int32_t len);
