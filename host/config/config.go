@@ -1,0 +1,230 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
+)
+
+// Config is the whole configuration of a voxhost server.
+type Config struct {
+	// Listen is the host:port the server listens on.
+	Listen string
+	// PluginsDir is searched for NAME.wasm before the stock plugins, so a
+	// deployment can override a stock plugin without rebuilding voxhost.
+	PluginsDir string
+	// CacheDir keeps compiled plugins across restarts: empty means
+	// plugin.DefaultCacheDir, "-" disables the on-disk cache.
+	CacheDir string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// MemoryLimitPages caps each plugin instance's memory, in 64 KiB pages;
+	// with one instance per stage per call, it bounds what a call can cost.
+	MemoryLimitPages uint32
+	// Limits bound what calls may use.
+	Limits Limits
+	// Auth decides who may place calls.
+	Auth Auth
+	// Origins are the host patterns of the browser origins allowed to
+	// connect, as coder/websocket's AcceptOptions.OriginPatterns. Empty
+	// allows same-origin pages only; clients that send no Origin header are
+	// not browsers, so no cross-site request forgery can ride on them, and
+	// they are always allowed.
+	Origins []string
+	// DefaultPipeline names the pipeline of calls that ask for none.
+	DefaultPipeline string
+	// Pipelines are the stage lists calls run through, by name.
+	Pipelines map[string][]pipeline.StageSpec
+}
+
+// Limits protect the server from too many, too large or abandoned calls.
+type Limits struct {
+	// MaxCalls is how many calls may run at once; more are refused with
+	// HTTP 503 before the WebSocket upgrade, while refusing is still cheap.
+	MaxCalls int
+	// MaxMessageBytes is the largest WebSocket message accepted.
+	MaxMessageBytes int
+	// MaxFrameMs is the longest audio frame accepted, in milliseconds.
+	MaxFrameMs int
+	// IdleTimeout ends a call that has sent no audio for this long, so a
+	// vanished client does not hold a call slot forever.
+	IdleTimeout time.Duration
+	// DrainTimeout is how long active calls may finish after SIGTERM.
+	DrainTimeout time.Duration
+}
+
+// Auth holds the bearer tokens that admit a call.
+type Auth struct {
+	// Tokens are accepted as "Authorization: Bearer TOKEN" or ?token=.
+	// With no tokens at all (see ResolvedTokens) anyone may call.
+	Tokens []string
+	// TokensEnv names an environment variable holding more tokens,
+	// comma-separated, so secrets need not be written into the file.
+	TokensEnv string
+}
+
+// Default returns the configuration used for every key a file leaves out.
+// It has no pipelines.
+func Default() Config {
+	return Config{
+		Listen:           ":8080",
+		LogLevel:         "info",
+		MemoryLimitPages: plugin.DefaultMemoryLimitPages,
+		Limits: Limits{
+			MaxCalls:        1000,
+			MaxMessageBytes: 65536,
+			MaxFrameMs:      100,
+			IdleTimeout:     10 * time.Second,
+			DrainTimeout:    30 * time.Second,
+		},
+	}
+}
+
+// Load reads the configuration file at path; see Parse.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes a YAML configuration on top of Default and validates it.
+// Unknown keys and values of the wrong type are errors. Name is the file
+// name that starts each error, as in "voxhost.yaml:3:1: unknown key".
+func Parse(name string, data []byte) (Config, error) {
+	c := Default()
+	d := newDecoder()
+	if err := d.decode(data, &c); err != nil {
+		return Config{}, d.locate(name, err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, d.locate(name, err)
+	}
+	return c, nil
+}
+
+// Validate checks every value and reports the first problem, prefixed by
+// the key path of the value, e.g. "limits.max_calls: ...". When exactly
+// one pipeline is defined and DefaultPipeline is empty, Validate makes it
+// the default, which is why it takes a pointer.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return invalid("listen", "%v; write host:port, e.g. \":8080\"", err)
+	}
+	if c.MemoryLimitPages < 1 || c.MemoryLimitPages > 65536 {
+		// 65536 pages are the 4 GiB a 32-bit WebAssembly memory can address.
+		return invalid("memory_limit_pages", "must be between 1 and 65536 (64 KiB pages), got %d", c.MemoryLimitPages)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return invalid("log_level", "unknown level %q (want debug, info, warn or error)", c.LogLevel)
+	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	for i, t := range c.Auth.Tokens {
+		if strings.TrimSpace(t) == "" {
+			// Dropping it quietly could leave a server that was meant to
+			// require a token open to everyone.
+			return invalid(fmt.Sprintf("auth.tokens[%d]", i), "empty token")
+		}
+	}
+	for i, p := range c.Origins {
+		// coder/websocket only finds a bad pattern when a browser connects,
+		// and then refuses every cross-origin call.
+		if _, err := path.Match(p, ""); p == "" || err != nil {
+			return invalid(fmt.Sprintf("origins[%d]", i), "bad origin pattern %q (want a host pattern such as \"*.example.com\")", p)
+		}
+	}
+	return c.validatePipelines()
+}
+
+func (l *Limits) validate() error {
+	switch {
+	case l.MaxCalls < 1:
+		return invalid("limits.max_calls", "must be at least 1, got %d", l.MaxCalls)
+	case l.MaxMessageBytes < 512:
+		return invalid("limits.max_message_bytes", "must be at least 512, got %d", l.MaxMessageBytes)
+	case l.IdleTimeout <= 0:
+		return invalid("limits.idle_timeout", "must be positive, got %v", l.IdleTimeout)
+	case l.DrainTimeout < 0:
+		return invalid("limits.drain_timeout", "must not be negative, got %v", l.DrainTimeout)
+	case l.MaxFrameMs < 20 || l.MaxFrameMs > 1000:
+		return invalid("limits.max_frame_ms", "must be between 20 and 1000, got %d", l.MaxFrameMs)
+	}
+	return nil
+}
+
+func (c *Config) validatePipelines() error {
+	names := slices.Sorted(maps.Keys(c.Pipelines))
+	switch {
+	case c.DefaultPipeline != "":
+		if _, ok := c.Pipelines[c.DefaultPipeline]; !ok {
+			return invalid("default_pipeline", "no pipeline named %q (pipelines: %s)", c.DefaultPipeline, list(names))
+		}
+	case len(names) == 1:
+		c.DefaultPipeline = names[0]
+	case len(names) > 1:
+		return invalid("pipelines", "there are %d pipelines, so default_pipeline must name one of: %s", len(names), list(names))
+	}
+	for _, name := range names {
+		at := join("pipelines", name)
+		if name == "" {
+			return invalid(at, "pipeline name is empty")
+		}
+		stages := c.Pipelines[name]
+		if len(stages) == 0 {
+			return invalid(at, "no stages; list at least one plugin")
+		}
+		for i, st := range stages {
+			at := fmt.Sprintf("%s[%d]", at, i)
+			if strings.TrimSpace(st.Plugin) == "" {
+				return invalid(at+".plugin", "missing; name a stock plugin, a NAME.wasm in plugins_dir or a path to a .wasm file")
+			}
+			if _, err := pipeline.ParsePolicy(st.OnError); err != nil {
+				return invalid(at+".on_error", "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// list shows pipeline names for an error message, spelt as in key paths.
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none defined"
+	}
+	shown := make([]string, len(names))
+	for i, name := range names {
+		shown[i] = join("", name)
+	}
+	return strings.Join(shown, ", ")
+}
+
+// ResolvedTokens returns the tokens that admit a call: Auth.Tokens and the
+// comma-separated tokens of the variable Auth.TokensEnv names, trimmed,
+// with empty ones dropped. It reads the environment when called, not when
+// the file is loaded. No tokens means no auth.
+func (c *Config) ResolvedTokens() []string {
+	var env []string
+	if c.Auth.TokensEnv != "" {
+		env = strings.Split(os.Getenv(c.Auth.TokensEnv), ",")
+	}
+	var tokens []string
+	for _, t := range slices.Concat(c.Auth.Tokens, env) {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	return tokens
+}

@@ -1,0 +1,184 @@
+package config_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxhost/voxhost/host/config"
+	"github.com/voxhost/voxhost/host/pipeline"
+)
+
+func TestLoadExample(t *testing.T) {
+	c, err := config.Load("../../examples/voxhost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{
+		Listen:           ":8080",
+		PluginsDir:       "./plugins",
+		CacheDir:         "/var/cache/voxhost",
+		LogLevel:         "info",
+		MemoryLimitPages: 256,
+		Limits: config.Limits{
+			MaxCalls:        1000,
+			MaxMessageBytes: 65536,
+			MaxFrameMs:      100,
+			IdleTimeout:     10 * time.Second,
+			DrainTimeout:    30 * time.Second,
+		},
+		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
+		Origins:         []string{"example.com", "*.example.com"},
+		DefaultPipeline: "main",
+	}
+	pipelines := c.Pipelines
+	c.Pipelines = nil
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+	if len(pipelines) != 2 {
+		t.Fatalf("pipelines: got %d, want main and loud", len(pipelines))
+	}
+	assertStages(t, pipelines["main"], "gain db=-6 on_error=bypass | passthrough")
+	assertStages(t, pipelines["loud"], "gain db=6")
+}
+
+// assertStages compares stages with an inline spec by their JSON config,
+// because YAML and the inline syntax type the same number differently.
+func assertStages(t *testing.T, got []pipeline.StageSpec, spec string) {
+	t.Helper()
+	want, err := pipeline.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%q: got %d stages, want %d", spec, len(got), len(want))
+	}
+	for i := range want {
+		gotJSON, err := got[i].ConfigJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, err := want[i].ConfigJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].Plugin != want[i].Plugin || got[i].OnError != want[i].OnError || string(gotJSON) != string(wantJSON) {
+			t.Errorf("%q stage %d: got %s %s on_error=%q, want %s %s on_error=%q", spec, i,
+				got[i].Plugin, gotJSON, got[i].OnError, want[i].Plugin, wantJSON, want[i].OnError)
+		}
+	}
+}
+
+func TestDefaultsWhenKeysAbsent(t *testing.T) {
+	for name, data := range map[string]string{
+		"empty":         "",
+		"comments only": "# nothing set yet\n",
+		"empty limits":  "limits:\n",
+		"null values":   "listen: ~\nlimits:\n  max_calls:\nauth: {tokens: }\n",
+	} {
+		c, err := config.Parse("voxhost.yaml", []byte(data))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if want := config.Default(); !reflect.DeepEqual(c, want) {
+			t.Errorf("%s: got %+v, want the defaults %+v", name, c, want)
+		}
+	}
+}
+
+func TestDefault(t *testing.T) {
+	c := config.Default()
+	if c.Listen != ":8080" || c.LogLevel != "info" || c.MemoryLimitPages != 256 || c.Pipelines != nil ||
+		c.Limits != (config.Limits{MaxCalls: 1000, MaxMessageBytes: 65536, MaxFrameMs: 100, IdleTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second}) {
+		t.Errorf("Default() = %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Default() does not validate: %v", err)
+	}
+}
+
+func TestPartialLimitsKeepOtherDefaults(t *testing.T) {
+	c, err := config.Parse("voxhost.yaml", []byte("limits:\n  max_calls: 5\n  idle_timeout: 1m30s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default().Limits
+	want.MaxCalls = 5
+	want.IdleTimeout = 90 * time.Second
+	if c.Limits != want {
+		t.Errorf("got %+v, want %+v", c.Limits, want)
+	}
+}
+
+func TestSinglePipelineIsDefault(t *testing.T) {
+	c, err := config.Parse("voxhost.yaml", []byte("pipelines:\n  only:\n    - plugin: passthrough\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DefaultPipeline != "only" {
+		t.Errorf("DefaultPipeline = %q, want the only pipeline", c.DefaultPipeline)
+	}
+	assertStages(t, c.Pipelines["only"], "passthrough")
+}
+
+func TestAliasSharesStages(t *testing.T) {
+	data := `default_pipeline: main
+pipelines:
+  main: &main
+    - plugin: gain
+      config: &quiet {db: -6}
+    - plugin: passthrough
+  copy: *main
+  quiet:
+    - plugin: gain
+      config: *quiet
+`
+	c, err := config.Parse("voxhost.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertStages(t, c.Pipelines["copy"], "gain db=-6 | passthrough")
+	assertStages(t, c.Pipelines["quiet"], "gain db=-6")
+}
+
+func TestResolvedTokens(t *testing.T) {
+	t.Setenv("VOXHOST_TEST_TOKENS", " b , ,c,")
+	c, err := config.Parse("voxhost.yaml", []byte("auth:\n  tokens: [a]\n  tokens_env: VOXHOST_TEST_TOKENS\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.ResolvedTokens(), []string{"a", "b", "c"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ResolvedTokens() = %q, want %q", got, want)
+	}
+	if got := c.Auth.Tokens; !reflect.DeepEqual(got, []string{"a"}) {
+		t.Errorf("ResolvedTokens changed Auth.Tokens to %q", got)
+	}
+
+	c.Auth.TokensEnv = "VOXHOST_TEST_UNSET"
+	if got := c.ResolvedTokens(); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Errorf("with an unset variable: ResolvedTokens() = %q, want [a]", got)
+	}
+	none := config.Default()
+	if got := none.ResolvedTokens(); got != nil {
+		t.Errorf("no tokens: ResolvedTokens() = %q, want none", got)
+	}
+}
+
+func TestValidateWithoutFile(t *testing.T) {
+	c := config.Default()
+	c.Limits.MaxCalls = 0
+	err := c.Validate()
+	if err == nil || err.Error() != "limits.max_calls: must be at least 1, got 0" {
+		t.Errorf("Validate() = %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := config.Load("testdata/does-not-exist.yaml")
+	if err == nil || !strings.Contains(err.Error(), "testdata/does-not-exist.yaml") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}

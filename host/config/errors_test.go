@@ -1,0 +1,99 @@
+package config_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/voxhost/voxhost/host/config"
+)
+
+// stage is a valid pipelines section, for cases about other keys.
+const stage = "pipelines:\n  main:\n    - plugin: gain\n"
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		// prefix is the exact "file:line:col: " start of the error and msg
+		// a substring of the rest.
+		prefix, msg string
+	}{
+		// Syntax.
+		{"unclosed list", "listen: [a\n", "voxhost.yaml:1:9: ", "sequence end token ']' not found"},
+		{"duplicate key", "listen: a\nlisten: b\n", "voxhost.yaml:2:1: ", `mapping key "listen" already defined`},
+		{"second document", "listen: ':1'\n---\nlisten: ':2'\n", "voxhost.yaml:3:1: ", "a second YAML document"},
+
+		// Unknown keys.
+		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, plugins_dir)`},
+		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: drain_timeout, idle_timeout, max_calls, max_frame_ms, max_message_bytes)`},
+		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
+		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: config, on_error, plugin)`},
+		{"merge key", "limits: &l {max_calls: 5}\nauth:\n  <<: *l\n", "voxhost.yaml:3:3: ", "auth: merge keys (<<) are not supported"},
+
+		// Wrong types.
+		{"top level not a mapping", "- listen\n", "voxhost.yaml:1:1: ", "want a mapping, got sequence"},
+		{"int for string", "listen: 8080\n", "voxhost.yaml:1:9: ", `listen: want a string, got int 8080; quote it to mean the text "8080"`},
+		{"string for int", "limits:\n  max_calls: lots\n", "voxhost.yaml:2:14: ", "limits.max_calls: want an integer, got string \"lots\""},
+		{"float for int", "limits:\n  max_calls: 1.5\n", "voxhost.yaml:2:14: ", "limits.max_calls: want an integer, got float 1.5"},
+		{"negative pages", "memory_limit_pages: -1\n", "voxhost.yaml:1:21: ", "memory_limit_pages: -1 is out of range"},
+		{"scalar for mapping", "limits: 5\n", "voxhost.yaml:1:9: ", "limits: want a mapping, got int 5"},
+		{"string for list", "origins: example.com\n", "voxhost.yaml:1:10: ", "origins: want a list, got string \"example.com\""},
+		{"number in token list", "auth:\n  tokens: [abc, 0x1f]\n", "voxhost.yaml:2:17: ", `auth.tokens[1]: want a string, got int 0x1f; quote it to mean the text "0x1f"`},
+		{"list for pipelines", "pipelines: [gain]\n", "voxhost.yaml:1:12: ", "pipelines: want a mapping, got sequence"},
+		{"string for stage", "pipelines:\n  main:\n    - passthrough\n", "voxhost.yaml:3:7: ", "pipelines.main[0]: want a stage such as {plugin: gain}, got string \"passthrough\""},
+		{"scalar for plugin config", "pipelines:\n  main:\n    - plugin: gain\n      config: -6\n", "voxhost.yaml:4:15: ", "pipelines.main[0].config: want a mapping, got int -6"},
+		{"int pipeline name", "pipelines:\n  1: [{plugin: gain}]\n", "voxhost.yaml:2:3: ", "pipelines: want a string key, got int 1"},
+		{"tag", "listen: !!str 8080\n", "voxhost.yaml:1:9: ", "listen: YAML tags such as !!str are not supported; quote the value instead"},
+		{"unknown alias", "listen: *addr\n", "voxhost.yaml:1:9: ", "listen: alias *addr has no anchor &addr before it"},
+
+		// Durations.
+		{"bad duration", "# limits\nlimits:\n  max_calls: 10\n  max_frame_ms: 40\n\n  # comment\n  idle_timeout: ten\n", "voxhost.yaml:7:17: ", `limits.idle_timeout: time: invalid duration "ten"`},
+		{"duration without unit", "limits:\n  drain_timeout: 30\n", "voxhost.yaml:2:18: ", `limits.drain_timeout: want a duration such as "10s" or "1m30s", got int 30`},
+
+		// Bad values, found by Validate after decoding.
+		{"listen without port", "listen: localhost\n", "voxhost.yaml:1:9: ", "listen: address localhost: missing port in address"},
+		{"zero pages", "memory_limit_pages: 0\n", "voxhost.yaml:1:21: ", "memory_limit_pages: must be between 1 and 65536 (64 KiB pages), got 0"},
+		{"too many pages", "memory_limit_pages: 65537\n", "voxhost.yaml:1:21: ", "memory_limit_pages: must be between 1 and 65536"},
+		{"log level", "log_level: verbose\n", "voxhost.yaml:1:12: ", `log_level: unknown level "verbose" (want debug, info, warn or error)`},
+		{"zero max_calls", "limits:\n  max_calls: 0\n", "voxhost.yaml:2:14: ", "limits.max_calls: must be at least 1, got 0"},
+		{"small messages", "limits:\n  max_message_bytes: 100\n", "voxhost.yaml:2:22: ", "limits.max_message_bytes: must be at least 512, got 100"},
+		{"zero idle timeout", "limits:\n  idle_timeout: 0s\n", "voxhost.yaml:2:17: ", "limits.idle_timeout: must be positive, got 0s"},
+		{"negative drain", "limits:\n  drain_timeout: -1s\n", "voxhost.yaml:2:18: ", "limits.drain_timeout: must not be negative, got -1s"},
+		{"short frames", "limits:\n  max_frame_ms: 10\n", "voxhost.yaml:2:17: ", "limits.max_frame_ms: must be between 20 and 1000, got 10"},
+		{"empty token", "auth:\n  tokens: [a, '']\n", "voxhost.yaml:2:15: ", "auth.tokens[1]: empty token"},
+		{"bad origin", "origins: [example.com, '[a']\n", "voxhost.yaml:1:24: ", `origins[1]: bad origin pattern "[a"`},
+		{"on_error", "pipelines:\n  main:\n    - plugin: gain\n      on_error: retry\n", "voxhost.yaml:4:17: ", `pipelines.main[0].on_error: unknown on_error policy "retry" (want bypass or end_call)`},
+		{"missing default", "pipelines:\n  b: [{plugin: gain}]\n  a: [{plugin: gain}]\n", "voxhost.yaml:2:3: ", "pipelines: there are 2 pipelines, so default_pipeline must name one of: a, b"},
+		{"default names no pipeline", "default_pipeline: mian\n" + stage, "voxhost.yaml:1:19: ", `default_pipeline: no pipeline named "mian" (pipelines: main)`},
+		{"default without pipelines", "default_pipeline: main\n", "voxhost.yaml:1:19: ", `default_pipeline: no pipeline named "main" (pipelines: none defined)`},
+		{"empty pipeline list", "pipelines:\n  main: []\n", "voxhost.yaml:2:9: ", "pipelines.main: no stages"},
+		{"null pipeline", "pipelines:\n  main:\n", "voxhost.yaml:2:3: ", "pipelines.main: no stages"},
+		{"stage without plugin", "pipelines:\n  main:\n    - plugin: gain\n    - config: {db: 1}\n      on_error: bypass\n", "voxhost.yaml:4:7: ", "pipelines.main[1].plugin: missing"},
+		{"empty plugin", "pipelines:\n  main:\n    - plugin: ''\n", "voxhost.yaml:3:15: ", "pipelines.main[0].plugin: missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse("voxhost.yaml", []byte(tc.data))
+			if err == nil {
+				t.Fatalf("no error for:\n%s", tc.data)
+			}
+			got := err.Error()
+			if !strings.HasPrefix(got, tc.prefix) || !strings.Contains(got[len(tc.prefix):], tc.msg) {
+				t.Errorf("got  %s\nwant %s...%s...", got, tc.prefix, tc.msg)
+			}
+			if strings.Contains(got, "\n") {
+				t.Errorf("error spans several lines:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestLoadNamesFile(t *testing.T) {
+	path := t.TempDir() + "/voxhost.yaml"
+	if err := os.WriteFile(path, []byte("limits:\n  max_calls: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := config.Load(path)
+	if want := path + ":2:14: limits.max_calls: must be at least 1, got 0"; err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}

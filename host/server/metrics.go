@@ -1,0 +1,64 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the server's Prometheus series, registered on its own
+// registry so that several servers (tests) can live in one process.
+type metrics struct {
+	registry      *prometheus.Registry
+	activeCalls   prometheus.Gauge
+	calls         *prometheus.CounterVec
+	framesIn      *prometheus.CounterVec
+	framesOut     *prometheus.CounterVec
+	frameSeconds  *prometheus.HistogramVec
+	pluginErrors  *prometheus.CounterVec
+	rejected      *prometheus.CounterVec
+	malformed     *prometheus.CounterVec
+	pluginEvents  *prometheus.CounterVec
+	instancesLive prometheus.GaugeFunc
+}
+
+func newMetrics(liveInstances func() float64) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		activeCalls: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "voxhost_active_calls", Help: "Calls in progress.",
+		}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_calls_total", Help: "Calls ended, by protocol and outcome.",
+		}, []string{"protocol", "outcome"}),
+		framesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_frames_in_total", Help: "Audio frames received.",
+		}, []string{"protocol"}),
+		framesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_frames_out_total", Help: "Audio frames sent.",
+		}, []string{"protocol"}),
+		frameSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "voxhost_frame_processing_seconds",
+			Help:    "Time to decode, run the pipeline on and encode one frame.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 2.5, 12),
+		}, []string{"pipeline"}),
+		pluginErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_plugin_errors_total", Help: "Plugin failures, by plugin and kind (trap, status, contract).",
+		}, []string{"plugin", "kind"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_rejected_connections_total", Help: "Connections refused before upgrade, by reason.",
+		}, []string{"reason"}),
+		malformed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_malformed_messages_total", Help: "Calls ended by malformed input, by protocol and reason.",
+		}, []string{"protocol", "reason"}),
+		pluginEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_plugin_events_total", Help: "Events emitted by plugins, by plugin and name.",
+		}, []string{"plugin", "name"}),
+	}
+	m.instancesLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "voxhost_plugin_instances", Help: "Plugin instances alive.",
+	}, liveInstances)
+	m.registry.MustRegister(m.activeCalls, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
+		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

@@ -1,0 +1,327 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/transport"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Runtime is the plugin runtime the pipelines were loaded into.
+	Runtime *plugin.Runtime
+	// Pipelines are the named pipelines a call may ask for.
+	Pipelines map[string]*pipeline.Definition
+	// DefaultPipeline serves calls that name none.
+	DefaultPipeline string
+	// MaxCalls caps concurrent calls; further ones get HTTP 503.
+	MaxCalls int
+	// MaxMessageBytes caps one WebSocket message.
+	MaxMessageBytes int
+	// MaxFrameMs caps one audio frame, in ms.
+	MaxFrameMs int
+	// IdleTimeout ends a call that sends no audio for this long.
+	IdleTimeout time.Duration
+	// DrainTimeout is how long Drain lets active calls finish.
+	DrainTimeout time.Duration
+	// Tokens, when not empty, are the accepted bearer tokens.
+	Tokens []string
+	// Origins are the browser Origin host patterns allowed; non-browser
+	// clients send no Origin and are always allowed.
+	Origins []string
+	// Logger receives call and plugin logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxCalls        = 1000
+	DefaultMaxMessageBytes = 64 << 10
+	DefaultMaxFrameMs      = 100
+	DefaultIdleTimeout     = 10 * time.Second
+	DefaultDrainTimeout    = 30 * time.Second
+)
+
+// Server accepts calls and runs them. Create it with New.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+
+	active   atomic.Int64
+	draining atomic.Bool
+	nextID   atomic.Uint64
+
+	mu    sync.Mutex
+	calls map[*call]struct{}
+	idle  chan struct{} // closed and replaced when the last call ends
+}
+
+// New checks the options and makes a server. Each pipeline is instantiated
+// once here, so a plugin that rejects its config or a chain that does not
+// end at 8 kHz fails at start-up, not on the first call.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Runtime == nil {
+		return nil, errors.New("server: no plugin runtime")
+	}
+	if len(opts.Pipelines) == 0 {
+		return nil, errors.New("server: no pipelines")
+	}
+	if _, ok := opts.Pipelines[opts.DefaultPipeline]; !ok {
+		return nil, fmt.Errorf("server: default pipeline %q is not defined (have %s)", opts.DefaultPipeline, strings.Join(pipelineNames(opts.Pipelines), ", "))
+	}
+	setDefault(&opts.MaxCalls, DefaultMaxCalls)
+	setDefault(&opts.MaxMessageBytes, DefaultMaxMessageBytes)
+	setDefault(&opts.MaxFrameMs, DefaultMaxFrameMs)
+	setDefault(&opts.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&opts.DrainTimeout, DefaultDrainTimeout)
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	for name, def := range opts.Pipelines {
+		p, err := def.Instantiate(ctx, pipeline.CallConfig{MaxFrameMs: opts.MaxFrameMs})
+		if err != nil {
+			return nil, err
+		}
+		rate := p.OutputRate()
+		_ = p.Close(ctx)
+		if rate != abi.TelephonyRate {
+			return nil, fmt.Errorf("pipeline %s ends at %d Hz, but calls send and receive 8000 Hz μ-law: end it with a resampler to 8000 Hz", name, rate)
+		}
+	}
+	s := &Server{
+		opts:  opts,
+		log:   opts.Logger,
+		calls: map[*call]struct{}{},
+		idle:  make(chan struct{}),
+	}
+	s.metrics = newMetrics(func() float64 { return float64(opts.Runtime.LiveInstances()) })
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))
+	s.mux.HandleFunc("GET /twilio", s.handleCall(transport.Twilio()))
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	s.mux.HandleFunc("GET /readyz", s.handleReady)
+	return s, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+func pipelineNames(m map[string]*pipeline.Definition) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Handler serves the server's endpoints.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// ActiveCalls counts the calls in progress.
+func (s *Server) ActiveCalls() int { return int(s.active.Load()) }
+
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case s.draining.Load():
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+	case s.active.Load() >= int64(s.opts.MaxCalls):
+		http.Error(w, "at capacity", http.StatusServiceUnavailable)
+	default:
+		fmt.Fprintln(w, "ready")
+	}
+}
+
+// reject refuses a connection before the upgrade, with a reason for the
+// client and a count for the operator.
+func (s *Server) reject(w http.ResponseWriter, status int, reason, msg string) {
+	s.metrics.rejected.WithLabelValues(reason).Inc()
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="voxhost"`)
+	}
+	http.Error(w, msg, status)
+}
+
+// authorized checks the bearer token in the header or the token query
+// parameter, in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	if len(s.opts.Tokens) == 0 {
+		return true
+	}
+	token := r.URL.Query().Get("token")
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, rest, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			token = strings.TrimSpace(rest)
+		}
+	}
+	ok := false
+	for _, t := range s.opts.Tokens {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// admit reserves a call slot, or says why not.
+func (s *Server) admit() (string, bool) {
+	if s.draining.Load() {
+		return "draining", false
+	}
+	if s.active.Add(1) > int64(s.opts.MaxCalls) {
+		s.active.Add(-1)
+		return "capacity", false
+	}
+	s.metrics.activeCalls.Inc()
+	return "", true
+}
+
+func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			s.reject(w, http.StatusUnauthorized, "auth", "missing or wrong token: send Authorization: Bearer TOKEN or ?token=TOKEN")
+			return
+		}
+		name := r.URL.Query().Get("pipeline")
+		if name != "" {
+			if _, ok := s.opts.Pipelines[name]; !ok {
+				s.reject(w, http.StatusNotFound, "unknown_pipeline", fmt.Sprintf("unknown pipeline %q (have %s)", name, strings.Join(pipelineNames(s.opts.Pipelines), ", ")))
+				return
+			}
+		}
+		if why, ok := s.admit(); !ok {
+			msg := "at capacity: too many concurrent calls"
+			if why == "draining" {
+				msg = "draining: the server is shutting down"
+			}
+			w.Header().Set("Retry-After", "1")
+			s.reject(w, http.StatusServiceUnavailable, why, msg)
+			return
+		}
+		released := false
+		release := func() {
+			if !released {
+				released = true
+				s.metrics.activeCalls.Dec()
+				if s.active.Add(-1) == 0 {
+					s.mu.Lock()
+					close(s.idle)
+					s.idle = make(chan struct{})
+					s.mu.Unlock()
+				}
+			}
+		}
+		defer release()
+		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+			OriginPatterns:     s.opts.Origins,
+			InsecureSkipVerify: slices.Contains(s.opts.Origins, "*"),
+		})
+		if err != nil {
+			s.metrics.rejected.WithLabelValues("upgrade").Inc()
+			s.log.Info("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
+			return
+		}
+		// One byte more than the limit lets the call loop tell an oversize
+		// message from one that fills the limit exactly.
+		conn.SetReadLimit(int64(s.opts.MaxMessageBytes) + 1)
+		c := s.newCall(conn, proto, name, r)
+		s.track(c, true)
+		c.run()
+		s.track(c, false)
+	}
+}
+
+func (s *Server) track(c *call, add bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		s.calls[c] = struct{}{}
+	} else {
+		delete(s.calls, c)
+	}
+}
+
+// Drain stops accepting calls, marks the server not ready, lets active
+// calls finish for up to the drain timeout (or until ctx ends), then ends
+// the rest with a going-away close.
+func (s *Server) Drain(ctx context.Context) {
+	s.draining.Store(true)
+	deadline := time.NewTimer(s.opts.DrainTimeout)
+	defer deadline.Stop()
+wait:
+	for s.active.Load() > 0 {
+		s.mu.Lock()
+		idle := s.idle
+		s.mu.Unlock()
+		if s.active.Load() == 0 {
+			break
+		}
+		select {
+		case <-idle:
+		case <-deadline.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	s.mu.Lock()
+	remaining := make([]*call, 0, len(s.calls))
+	for c := range s.calls {
+		remaining = append(remaining, c)
+	}
+	s.mu.Unlock()
+	if len(remaining) > 0 {
+		s.log.Info("drain timeout: ending calls", "calls", len(remaining))
+	}
+	for _, c := range remaining {
+		c.end(websocket.StatusGoingAway, "server shutting down", "drained")
+	}
+	for s.active.Load() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Serve accepts connections on l until ctx ends, then drains and shuts the
+// HTTP server down.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("draining", "active_calls", s.ActiveCalls(), "timeout", s.opts.DrainTimeout)
+	s.Drain(context.Background())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := hs.Shutdown(shutdownCtx)
+	<-errc
+	return err
+}

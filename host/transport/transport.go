@@ -1,0 +1,206 @@
+package transport
+
+import "fmt"
+
+// MessageType is the type of a WebSocket message. Its values equal
+// coder/websocket's, so the server converts with a plain conversion and this
+// package needs no WebSocket library.
+type MessageType int
+
+const (
+	// Text is a UTF-8 text message.
+	Text MessageType = 1
+	// Binary is a binary message.
+	Binary MessageType = 2
+)
+
+// Kind says what an inbound message asks of the host.
+type Kind int
+
+const (
+	// KindIgnore is a message the host has no use for, such as Twilio's
+	// connected message or an event added to a protocol after this code.
+	KindIgnore Kind = iota
+	// KindStart begins the stream; Inbound.Start describes it.
+	KindStart
+	// KindAudio carries μ-law audio in Inbound.Audio.
+	KindAudio
+	// KindDTMF is a key the caller pressed, in Inbound.Digit.
+	KindDTMF
+	// KindMark is a named point in the audio the host sent, in Inbound.Mark:
+	// Twilio returns each mark once the audio before it has played.
+	KindMark
+	// KindStop ends the stream in order.
+	KindStop
+)
+
+// String names the kind as logs and test failures show it.
+func (k Kind) String() string {
+	switch k {
+	case KindIgnore:
+		return "ignore"
+	case KindStart:
+		return "start"
+	case KindAudio:
+		return "audio"
+	case KindDTMF:
+		return "dtmf"
+	case KindMark:
+		return "mark"
+	case KindStop:
+		return "stop"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Inbound is one decoded inbound message. Session.Decode overwrites every
+// field, so a call keeps a single Inbound for its whole life.
+type Inbound struct {
+	// Kind says which of the other fields is set.
+	Kind Kind
+	// Audio is the μ-law payload of a KindAudio message. It views the
+	// message or a session buffer, so it is valid until the next Decode
+	// and only while the message's bytes are left alone.
+	Audio []byte
+	// Digit is the key of a KindDTMF message: '0'-'9', '*', '#' or 'A'-'D'.
+	Digit byte
+	// Mark is the name of a KindMark message.
+	Mark string
+	// Start describes the stream of a KindStart message. It is freshly
+	// allocated, so the caller may keep it.
+	Start *Start
+}
+
+// Start describes a stream as the protocol announced it.
+type Start struct {
+	// StreamID identifies the stream (Twilio's streamSid).
+	StreamID string
+	// CallID identifies the call at the provider (Twilio's callSid).
+	CallID string
+	// AccountID is the provider account that placed the stream (Twilio's
+	// accountSid).
+	AccountID string
+	// Tracks lists the media flows the provider will send, e.g. "inbound".
+	Tracks []string
+	// Params holds the custom parameters set when the stream was defined
+	// (Twilio's customParameters); "pipeline" picks a named pipeline.
+	Params map[string]string
+	// Encoding is the audio encoding, always EncodingMulaw once accepted.
+	Encoding string
+	// SampleRate is the audio sample rate in Hz, always SampleRate once
+	// accepted.
+	SampleRate int
+	// Channels is the number of audio channels, always Channels once
+	// accepted.
+	Channels int
+}
+
+// The one audio format the host carries on the wire: G.711 μ-law, 8 kHz,
+// mono. Protocols that announce a format must announce this one; for those
+// that start on connect it is implied.
+const (
+	// EncodingMulaw names μ-law as Twilio's start.mediaFormat.encoding does.
+	EncodingMulaw = "audio/x-mulaw"
+	// SampleRate is the wire sample rate in Hz.
+	SampleRate = 8000
+	// Channels is the wire channel count.
+	Channels = 1
+)
+
+// audioGranule is the size every audio payload must be a multiple of: the
+// plugin ABI promises frames of whole milliseconds, and a millisecond at
+// 8 kHz is 8 one-byte μ-law samples.
+const audioGranule = SampleRate / 1000
+
+// Session is one call's protocol state: the stream's ids and the buffers its
+// messages are decoded and rendered into. It is not safe for concurrent use;
+// the call loop that owns it is a single goroutine.
+//
+// The render methods return a message type and bytes to send. The bytes view
+// a session buffer (or, for raw audio, the argument itself) and are valid
+// until the next render call. A false ok means the protocol has no such
+// message and nothing is to be sent.
+type Session interface {
+	// Decode parses one inbound message into in. A message the protocol
+	// forbids or that is malformed yields a *ProtocolError saying what is
+	// wrong; an event the host does not know is not an error but
+	// KindIgnore. Decode does not allocate for audio messages.
+	Decode(typ MessageType, msg []byte, in *Inbound) error
+	// Audio renders a message carrying the μ-law frame ulaw.
+	Audio(ulaw []byte) (MessageType, []byte)
+	// Mark renders a named mark that lets the client sync with the audio
+	// sent before it: the echo of a received KindMark.
+	Mark(name string) (MessageType, []byte, bool)
+	// Clear renders a request that the client drop the audio it has queued,
+	// e.g. on barge-in.
+	Clear() (MessageType, []byte, bool)
+	// Event renders an event a plugin emitted for the client: its name,
+	// its JSON data (empty for none) and the call's audio time in ms.
+	Event(plugin, name string, data []byte, tMs int64) (MessageType, []byte, bool)
+}
+
+// Protocol is one wire protocol a call may speak.
+type Protocol interface {
+	// Name names the protocol in errors, logs and metrics, e.g. "twilio".
+	Name() string
+	// NewSession makes the state of one call. maxAudio is the largest
+	// μ-law payload in bytes the session accepts, at least 8; longer audio
+	// is a *ProtocolError. Buffers are sized from it here, once.
+	NewSession(maxAudio int) Session
+	// StartsOnConnect reports whether the stream starts when the socket
+	// opens. If so, audio may arrive at once and no KindStart comes: the
+	// stream is μ-law at SampleRate Hz in Channels channel and has no ids.
+	// Otherwise audio before KindStart is a *ProtocolError.
+	StartsOnConnect() bool
+}
+
+// ProtocolError is an inbound message a protocol forbids or cannot parse.
+type ProtocolError struct {
+	// Protocol names the protocol, e.g. "twilio".
+	Protocol string
+	// Reason says what is wrong in words a client developer can act on.
+	Reason string
+	// Unsupported marks a well-formed message the host does not handle,
+	// such as an unsupported media format, as opposed to a malformed one;
+	// the server closes the socket with "unsupported data" for these.
+	Unsupported bool
+}
+
+// Error returns the protocol and the reason, as in
+// "twilio: bad base64 in media payload at byte 12".
+func (e *ProtocolError) Error() string { return e.Protocol + ": " + e.Reason }
+
+func protocolErrorf(protocol, format string, args ...any) *ProtocolError {
+	return &ProtocolError{Protocol: protocol, Reason: fmt.Sprintf(format, args...)}
+}
+
+// checkAudio enforces the audio rules every protocol shares on a payload of
+// n bytes.
+func checkAudio(protocol string, n, maxAudio int) error {
+	switch {
+	case n == 0:
+		return protocolErrorf(protocol, "empty audio frame")
+	case n > maxAudio:
+		return tooLong(protocol, n, maxAudio)
+	case n%audioGranule != 0:
+		return protocolErrorf(protocol, "audio frame of %d bytes is not a multiple of %d (whole milliseconds of 8 kHz μ-law)", n, audioGranule)
+	}
+	return nil
+}
+
+func tooLong(protocol string, n, maxAudio int) error {
+	return protocolErrorf(protocol, "audio frame of %d bytes exceeds the limit of %d", n, maxAudio)
+}
+
+// checkMaxAudio rejects a limit under which no frame could ever pass: that
+// is a configuration bug, better caught when the call is set up.
+func checkMaxAudio(maxAudio int) {
+	if maxAudio < audioGranule {
+		panic(fmt.Sprintf("transport: maxAudio must be at least %d bytes, got %d", audioGranule, maxAudio))
+	}
+}
+
+// validDigit reports whether c is a DTMF key.
+func validDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c == '*' || c == '#' || c >= 'A' && c <= 'D'
+}

@@ -1,0 +1,324 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+)
+
+const twilioName = "twilio"
+
+// Twilio returns the Twilio Media Streams protocol of a bidirectional
+// stream (<Connect><Stream>), as documented at
+// https://www.twilio.com/docs/voice/media-streams/websocket-messages.
+// Twilio sends only JSON text messages: connected, then start, then media
+// (base64 μ-law, 20 ms each), dtmf, mark and finally stop. The host answers
+// with media, mark and clear messages addressed by the stream's streamSid;
+// Twilio accepts nothing else, so Event renders nothing.
+func Twilio() Protocol { return twilio{} }
+
+type twilio struct{}
+
+func (twilio) Name() string { return twilioName }
+
+func (twilio) StartsOnConnect() bool { return false }
+
+func (twilio) NewSession(maxAudio int) Session {
+	checkMaxAudio(maxAudio)
+	enc := base64.StdEncoding.EncodedLen(maxAudio)
+	return &twilioSession{
+		maxAudio: maxAudio,
+		sid:      []byte(`""`),
+		// A payload that encodes at most maxAudio bytes decodes into this
+		// many at most, so canonical base64 of an allowed frame always fits.
+		audio: make([]byte, base64.StdEncoding.DecodedLen(enc)),
+		// Room for a full frame and a streamSid of up to 200 bytes, so
+		// rendering never grows the buffer on a real stream.
+		out: make([]byte, 0, len(twilioMediaHead)+200+len(twilioMediaMid)+enc+len(twilioMediaTail)),
+	}
+}
+
+// The parts of an outbound media message around its streamSid and payload.
+// Twilio's docs give these members only: no sequenceNumber, chunk or
+// timestamp is sent back.
+const (
+	twilioMediaHead = `{"event":"media","streamSid":`
+	twilioMediaMid  = `,"media":{"payload":"`
+	twilioMediaTail = `"}}`
+)
+
+type twilioSession struct {
+	maxAudio int
+	started  bool
+	sid      []byte // the stream's streamSid as a JSON string
+	audio    []byte // the decoded payload of the last media message
+	scratch  []byte // a payload with its JSON escapes resolved
+	out      []byte // the last rendered message
+}
+
+// twilioMedia is what the scanner picks out of a message: string tokens
+// viewing the message, nil when the member is absent or not a string. A
+// repeated member counts once, the last time, as with encoding/json.
+type twilioMedia struct {
+	hasEvent bool
+	event    []byte
+	isObject bool // the media member is an object
+	payload  []byte
+	track    []byte
+}
+
+// scan walks msg, which must be one JSON object, and returns why it is
+// not, or "".
+func (f *twilioMedia) scan(msg []byte) (reason string) {
+	s := scanner{buf: msg}
+	isObject := s.object()
+	for i := 0; isObject; i++ {
+		key, ok := s.member(i)
+		if !ok {
+			break
+		}
+		f.member(&s, key)
+	}
+	return s.finish(isObject)
+}
+
+func (f *twilioMedia) member(s *scanner, key []byte) {
+	switch {
+	case textIs(key, "event"):
+		f.hasEvent = true
+		f.event, _ = s.text()
+	case textIs(key, "media"):
+		f.payload, f.track = nil, nil
+		if f.isObject = s.object(); !f.isObject {
+			s.skip()
+			return
+		}
+		for i := 0; ; i++ {
+			key, ok := s.member(i)
+			if !ok {
+				return
+			}
+			switch {
+			case textIs(key, "payload"):
+				f.payload, _ = s.text()
+			case textIs(key, "track"):
+				f.track, _ = s.text()
+			default:
+				s.skip()
+			}
+		}
+	default:
+		s.skip()
+	}
+}
+
+func (t *twilioSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
+	*in = Inbound{}
+	if typ != Text {
+		return &ProtocolError{Protocol: twilioName, Reason: "binary message on a Twilio stream: Twilio sends JSON text messages only", Unsupported: true}
+	}
+	var f twilioMedia
+	if reason := f.scan(msg); reason != "" {
+		return protocolErrorf(twilioName, "%s", reason)
+	}
+	switch {
+	case !f.hasEvent:
+		return protocolErrorf(twilioName, `message without an "event" member`)
+	case f.event == nil:
+		return protocolErrorf(twilioName, `"event" is not a string`)
+	case textIs(f.event, "media"):
+		return t.media(&f, in)
+	case textIs(f.event, "start"):
+		return t.start(msg, in)
+	case textIs(f.event, "dtmf"):
+		return decodeTwilioDTMF(msg, in)
+	case textIs(f.event, "mark"):
+		return decodeTwilioMark(msg, in)
+	case textIs(f.event, "stop"):
+		in.Kind = KindStop
+	}
+	return nil
+}
+
+// media decodes the payload of a media message into the session's buffer.
+func (t *twilioSession) media(f *twilioMedia, in *Inbound) error {
+	switch {
+	case !t.started:
+		return protocolErrorf(twilioName, "media before start: Twilio sends a start message first")
+	case !f.isObject:
+		return protocolErrorf(twilioName, "media message without a media object")
+	case f.track != nil && textIs(f.track, "outbound"):
+		return nil // the far end's own audio, on a stream that sends both tracks
+	case f.payload == nil:
+		return protocolErrorf(twilioName, "media message without a string media.payload")
+	}
+	b64 := f.payload[1 : len(f.payload)-1]
+	if bytes.IndexByte(b64, '\\') >= 0 {
+		t.scratch = appendText(t.scratch[:0], f.payload)
+		b64 = t.scratch
+	}
+	if base64.StdEncoding.DecodedLen(len(b64)) > len(t.audio) {
+		// Too long to decode into the buffer, which holds any allowed frame;
+		// the size is what well-formed base64 of this length decodes to.
+		size := len(b64) / 4 * 3
+		for _, c := range b64[len(b64)-2:] {
+			if c == '=' {
+				size--
+			}
+		}
+		return tooLong(twilioName, size, t.maxAudio)
+	}
+	n, err := base64.StdEncoding.Decode(t.audio, b64)
+	if err != nil {
+		at, _ := err.(base64.CorruptInputError) // the only error Decode returns
+		return protocolErrorf(twilioName, "bad base64 in media payload at byte %d", int64(at))
+	}
+	if err := checkAudio(twilioName, n, t.maxAudio); err != nil {
+		return err
+	}
+	in.Kind, in.Audio = KindAudio, t.audio[:n]
+	return nil
+}
+
+// twilioStart is what the host reads of a start message. Twilio repeats
+// streamSid at the top level, which stands in if start.streamSid is absent.
+type twilioStart struct {
+	StreamSid string `json:"streamSid"`
+	Start     *struct {
+		StreamSid        string            `json:"streamSid"`
+		AccountSid       string            `json:"accountSid"`
+		CallSid          string            `json:"callSid"`
+		Tracks           []string          `json:"tracks"`
+		CustomParameters map[string]string `json:"customParameters"`
+		MediaFormat      *struct {
+			Encoding   string `json:"encoding"`
+			SampleRate int    `json:"sampleRate"`
+			Channels   int    `json:"channels"`
+		} `json:"mediaFormat"`
+	} `json:"start"`
+}
+
+func (t *twilioSession) start(msg []byte, in *Inbound) error {
+	var m twilioStart
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return protocolErrorf(twilioName, "bad start message: %v", err)
+	}
+	st := m.Start
+	if st == nil {
+		return protocolErrorf(twilioName, "start message without a start object")
+	}
+	sid := st.StreamSid
+	if sid == "" {
+		sid = m.StreamSid
+	}
+	if sid == "" {
+		return protocolErrorf(twilioName, "start message without start.streamSid")
+	}
+	mf := st.MediaFormat
+	if mf == nil {
+		return protocolErrorf(twilioName, "start message without start.mediaFormat")
+	}
+	if mf.Encoding != EncodingMulaw || mf.SampleRate != SampleRate || mf.Channels != Channels {
+		err := protocolErrorf(twilioName, "unsupported media format %q at %d Hz, %d channel(s); voxhost takes %q at %d Hz, %d channel",
+			mf.Encoding, mf.SampleRate, mf.Channels, EncodingMulaw, SampleRate, Channels)
+		err.Unsupported = true
+		return err
+	}
+	t.started, t.sid = true, appendQuoted(nil, sid)
+	in.Kind = KindStart
+	in.Start = &Start{
+		StreamID:   sid,
+		CallID:     st.CallSid,
+		AccountID:  st.AccountSid,
+		Tracks:     st.Tracks,
+		Params:     st.CustomParameters,
+		Encoding:   mf.Encoding,
+		SampleRate: mf.SampleRate,
+		Channels:   mf.Channels,
+	}
+	return nil
+}
+
+func decodeTwilioDTMF(msg []byte, in *Inbound) error {
+	var m struct {
+		DTMF *struct {
+			Digit string `json:"digit"`
+		} `json:"dtmf"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return protocolErrorf(twilioName, "bad dtmf message: %v", err)
+	}
+	if m.DTMF == nil {
+		return protocolErrorf(twilioName, "dtmf message without a dtmf object")
+	}
+	if d := m.DTMF.Digit; len(d) != 1 || !validDigit(d[0]) {
+		return protocolErrorf(twilioName, "dtmf.digit %q is not one of 0-9 * # A-D", d)
+	}
+	in.Kind, in.Digit = KindDTMF, m.DTMF.Digit[0]
+	return nil
+}
+
+func decodeTwilioMark(msg []byte, in *Inbound) error {
+	var m struct {
+		Mark *struct {
+			Name string `json:"name"`
+		} `json:"mark"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return protocolErrorf(twilioName, "bad mark message: %v", err)
+	}
+	if m.Mark == nil {
+		return protocolErrorf(twilioName, "mark message without a mark object")
+	}
+	in.Kind, in.Mark = KindMark, m.Mark.Name
+	return nil
+}
+
+// Audio renders a media message. Before start its streamSid is empty,
+// which Twilio would drop, but the call loop only answers audio, and Decode
+// accepts none before start.
+func (t *twilioSession) Audio(ulaw []byte) (MessageType, []byte) {
+	n := base64.StdEncoding.EncodedLen(len(ulaw))
+	b := append(t.out[:0], twilioMediaHead...)
+	b = append(b, t.sid...)
+	b = append(b, twilioMediaMid...)
+	b = slices.Grow(b, n+len(twilioMediaTail))
+	base64.StdEncoding.Encode(b[len(b):len(b)+n], ulaw)
+	b = append(b[:len(b)+n], twilioMediaTail...)
+	t.out = b
+	return Text, b
+}
+
+// Mark renders a mark message; Twilio returns it once the audio sent before
+// it has played. There is none before start.
+func (t *twilioSession) Mark(name string) (MessageType, []byte, bool) {
+	if !t.started {
+		return 0, nil, false
+	}
+	b := append(t.out[:0], `{"event":"mark","streamSid":`...)
+	b = append(b, t.sid...)
+	b = append(b, `,"mark":{"name":`...)
+	b = appendQuoted(b, name)
+	t.out = append(b, "}}"...)
+	return Text, t.out, true
+}
+
+// Clear renders a clear message, which makes Twilio drop the audio it has
+// buffered and return the marks queued behind it. There is none before
+// start.
+func (t *twilioSession) Clear() (MessageType, []byte, bool) {
+	if !t.started {
+		return 0, nil, false
+	}
+	b := append(t.out[:0], `{"event":"clear","streamSid":`...)
+	b = append(b, t.sid...)
+	t.out = append(b, '}')
+	return Text, t.out, true
+}
+
+// Event renders nothing: Twilio rejects messages other than media, mark and
+// clear, so the server logs plugin events instead.
+func (t *twilioSession) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
+	return 0, nil, false
+}
