@@ -10,21 +10,27 @@ WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat)
 C_SOURCES := $(wildcard plugins/*/*.c)
 WASM := $(WAT_SOURCES:.wat=.wasm) $(C_SOURCES:.c=.wasm)
 
-.PHONY: all build run test toolchains plugins check-plugins vet fmt-check gotest clean
+.PHONY: all build run test toolchains plugins examples check-plugins vet fmt-check gotest clean
 
 all: build
 
-build: plugins
+build:
 	$(GO) build -o bin/voxhost ./cmd/voxhost
 
 run: build
 	./bin/voxhost serve
 
-## toolchains: installs the guest compilers, idempotently (apt).
+## toolchains: installs the guest compilers, idempotently (apt, npm).
+APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binaryen \
+	/usr/bin/rustc:rustc /usr/bin/cargo:cargo \
+	/usr/lib/rustlib/wasm32-unknown-unknown:libstd-rust-dev-wasm32 \
+	/usr/share/wasi-sysroot:wasi-libc
 toolchains:
 	@missing=""; \
-	for tool in $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binaryen; do \
-		command -v $${tool%%:*} >/dev/null || missing="$$missing $${tool##*:}"; \
+	for tool in $(APT_TOOLS); do \
+		path=$${tool%%:*}; \
+		if [ "$${path#/}" != "$$path" ]; then [ -e "$$path" ] || missing="$$missing $${tool##*:}"; \
+		else command -v $$path >/dev/null || missing="$$missing $${tool##*:}"; fi; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
@@ -41,6 +47,12 @@ plugins: $(WASM)
 plugins/%.wasm: plugins/%.c sdk/c/voxhost.h
 	$(CLANG) $(CFLAGS_WASM) -o $@ $<
 
+## examples: builds the example plugin in every SDK language (examples/*/Makefile).
+examples: toolchains
+	@for d in examples/*/; do \
+		if [ -f "$$d/Makefile" ]; then $(MAKE) --no-print-directory -C "$$d" || exit 1; fi; \
+	done
+
 ## check-plugins: fails if a committed .wasm differs from a fresh build.
 check-plugins: toolchains
 	rm -f $(WASM)
@@ -55,8 +67,10 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-gotest:
-	$(GO) test -race -count=1 ./...
+# The example conformance test needs every example built; under make test a
+# missing build is a failure, not a skip.
+gotest: examples
+	VOXHOST_EXAMPLES_REQUIRED=1 $(GO) test -race -count=1 ./...
 
 test: check-plugins fmt-check vet gotest
 
