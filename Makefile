@@ -24,7 +24,7 @@ run: build
 APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binaryen \
 	/usr/bin/rustc:rustc /usr/bin/cargo:cargo \
 	/usr/lib/rustlib/wasm32-unknown-unknown:libstd-rust-dev-wasm32 \
-	/usr/share/wasi-sysroot:wasi-libc
+	/usr/include/wasm32-wasi:wasi-libc
 toolchains:
 	@missing=""; \
 	for tool in $(APT_TOOLS); do \
