@@ -1,0 +1,114 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voxhost/voxhost/host/app"
+	"github.com/voxhost/voxhost/host/config"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestDefaultHostServesAndDrains starts the host `make run` starts — no
+// config, no files — takes a call on it, then stops it as SIGTERM would.
+func TestDefaultHostServesAndDrains(t *testing.T) {
+	cfg := config.Default()
+	if err := app.Apply(&cfg, app.Overrides{Addr: "127.0.0.1:0", CacheDir: "-"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DefaultPipeline != app.DefaultPipelineName {
+		t.Fatalf("default pipeline = %q", cfg.DefaultPipeline)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	h, err := app.New(ctx, cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- h.ListenAndServe(ctx, func(a net.Addr) { addrc <- a }) }()
+	addr := <-addrc
+
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(dctx, "ws://"+addr.String()+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := make([]byte, 160)
+	for i := range frame {
+		frame[i] = byte(0x80 + i%0x7F) // codes that survive a decode/encode round trip
+	}
+	if err := c.Write(dctx, websocket.MessageBinary, frame); err != nil {
+		t.Fatal(err)
+	}
+	_, reply, err := c.Read(dctx)
+	if err != nil || string(reply) != string(frame) {
+		t.Fatalf("the 0 dB default pipeline must echo the frame: err=%v", err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+}
+
+func TestExampleConfigBuildsAHost(t *testing.T) {
+	t.Setenv("VOXHOST_TOKENS", "a,b")
+	cfg, err := app.LoadConfig("../../examples/voxhost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Apply(&cfg, app.Overrides{CacheDir: "-", PluginsDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := app.New(context.Background(), cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close(context.Background())
+	if got := cfg.ResolvedTokens(); len(got) != 3 {
+		t.Fatalf("tokens = %q, want the file's and the environment's", got)
+	}
+}
+
+func TestOverridesAndRefusals(t *testing.T) {
+	cfg := config.Default()
+	if err := app.Apply(&cfg, app.Overrides{Pipeline: "gain db=-6 |"}); err == nil || !strings.Contains(err.Error(), "--pipeline: ") {
+		t.Fatalf("bad --pipeline: %v", err)
+	}
+	cfg = config.Default()
+	cfg.Auth.TokensEnv = "VOXHOST_TEST_UNSET_TOKENS"
+	if err := app.Apply(&cfg, app.Overrides{}); err == nil || !strings.Contains(err.Error(), "refusing to serve without auth by accident") {
+		t.Fatalf("empty tokens_env: %v", err)
+	}
+	if _, err := app.LoadConfig("no/such/voxhost.yaml"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("missing config: %v", err)
+	}
+	cfg = config.Default()
+	if err := app.Apply(&cfg, app.Overrides{Pipeline: "gain db=3", CacheDir: "-"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DefaultPipeline != "cli" || len(cfg.Pipelines) != 1 {
+		t.Fatalf("--pipeline must become the default: %+v", cfg.Pipelines)
+	}
+	cfg = config.Default()
+	app.Apply(&cfg, app.Overrides{Pipeline: "reverb", CacheDir: "-"})
+	if _, err := app.New(context.Background(), cfg, quiet()); err == nil || !strings.Contains(err.Error(), `unknown plugin "reverb"`) {
+		t.Fatalf("unknown plugin: %v", err)
+	}
+}
