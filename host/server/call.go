@@ -76,7 +76,7 @@ func (s *Server) newCall(conn *websocket.Conn, proto transport.Protocol, pipelin
 		sess:         proto.NewSession(maxAudio),
 		id:           fmt.Sprintf("%s-%d", proto.Name(), s.nextID.Add(1)),
 		pipelineName: pipelineName,
-		readBuf:      make([]byte, s.opts.MaxMessageBytes+1),
+		readBuf:      make([]byte, min(initialReadBuffer, s.opts.MaxMessageBytes+1)),
 		ulawOut:      make([]byte, maxAudio),
 		started:      time.Now(),
 		framesIn:     s.metrics.framesIn.WithLabelValues(proto.Name()),
@@ -302,13 +302,22 @@ func (c *call) read() (websocket.MessageType, []byte, error) {
 			return 0, nil, err
 		}
 		if n == len(c.readBuf) {
-			return 0, nil, errTooBig
+			// One byte past the limit means too big; below it, grow. Calls
+			// that send 20 ms frames never get here, so they keep a few KiB.
+			if n > c.s.opts.MaxMessageBytes {
+				return 0, nil, errTooBig
+			}
+			c.readBuf = append(c.readBuf, make([]byte, min(n, c.s.opts.MaxMessageBytes+1-n))...)
 		}
 	}
 	return typ, c.readBuf[:n], nil
 }
 
 var errTooBig = errors.New("message too big")
+
+// initialReadBuffer holds any 20 ms frame of either protocol with room to
+// spare (a Twilio media message of 160 bytes of audio is about 420 bytes).
+const initialReadBuffer = 4 << 10
 
 func (c *call) write(typ transport.MessageType, msg []byte) bool {
 	if err := c.conn.Write(ctx, websocket.MessageType(typ), msg); err != nil {

@@ -635,3 +635,30 @@ func TestShortCallsLeakNothing(t *testing.T) {
 	waitFor(t, func() bool { return h.ActiveCalls() == 0 && h.rt.LiveInstances() == 0 })
 	waitFor(t, func() bool { return runtime.NumGoroutine() <= baseGoroutines+2 })
 }
+
+func TestLargeMessageWithinTheLimitIsAccepted(t *testing.T) {
+	h := newHost(t, map[string]string{"main": "passthrough"}, nil)
+	c := dial(t, h.url+"/twilio")
+	defer c.CloseNow()
+	ctx := context.Background()
+	big := strings.Repeat("x", 20000) // far beyond the call's initial read buffer
+	start := twilioMsg("start", 1, fmt.Sprintf(`"start":{"streamSid":"MZ1","callSid":"CA1","tracks":["inbound"],"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1},"customParameters":{"note":%q}}`, big))
+	if err := c.Write(ctx, websocket.MessageText, start); err != nil {
+		t.Fatal(err)
+	}
+	frame := stamp(3, 3)
+	media := twilioMsg("media", 2, fmt.Sprintf(`"media":{"track":"inbound","chunk":"1","timestamp":"0","payload":%q}`, base64.StdEncoding.EncodeToString(frame)))
+	if err := c.Write(ctx, websocket.MessageText, media); err != nil {
+		t.Fatal(err)
+	}
+	_, msg := readMessage(t, c)
+	var reply struct {
+		Media struct{ Payload string } `json:"media"`
+	}
+	if err := json.Unmarshal(msg, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := base64.StdEncoding.DecodeString(reply.Media.Payload); string(got) != string(frame) {
+		t.Fatal("audio after a large start message did not come back")
+	}
+}

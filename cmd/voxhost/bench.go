@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/voxhost/voxhost/host/bench"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "measure plugin hop cost and session throughput against baselines measured in the same run",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "hop",
+				Usage: "ns per hop of chains of a plugin, beside native Go hops (interleaved, median of reps)",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "plugin", Usage: "plugin to measure besides passthrough (repeatable): stock name or FILE.wasm"},
+					&cli.StringFlag{Name: "depths", Value: "1,4,16,64", Usage: "chain lengths"},
+					&cli.IntFlag{Name: "frames", Value: 20000, Usage: "frames per measurement"},
+					&cli.IntFlag{Name: "reps", Value: 5, Usage: "interleaved repetitions"},
+					&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+				},
+				Action: func(c *cli.Context) error {
+					depths, err := intList(c.String("depths"))
+					if err != nil {
+						return fmt.Errorf("--depths: %w", err)
+					}
+					cat, closeCatalog, err := openCatalog(c)
+					if err != nil {
+						return err
+					}
+					defer closeCatalog()
+					rows, err := bench.Hop(c.Context, cat, bench.HopConfig{
+						Plugins: c.StringSlice("plugin"), Depths: depths, Frames: c.Int("frames"), Reps: c.Int("reps"),
+					})
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return writeJSON(c, rows)
+					}
+					return bench.WriteHopTable(c.App.Writer, rows)
+				},
+			},
+			{
+				Name:  "sessions",
+				Usage: "aggregate frames/s of N concurrent calls (a goroutine each) through a pipeline, and memory per call",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "sessions", Value: "1,10,100,1000", Usage: "numbers of concurrent calls"},
+					&cli.IntFlag{Name: "depth", Value: 4, Usage: "passthrough stages per call (ignored with --pipeline)"},
+					&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Usage: "inline pipeline each call runs instead"},
+					&cli.Float64Flag{Name: "seconds", Value: 3, Usage: "duration of each point"},
+					&cli.BoolFlag{Name: "json", Usage: "machine-readable output"},
+				},
+				Action: func(c *cli.Context) error {
+					sessions, err := intList(c.String("sessions"))
+					if err != nil {
+						return fmt.Errorf("--sessions: %w", err)
+					}
+					cat, closeCatalog, err := openCatalog(c)
+					if err != nil {
+						return err
+					}
+					defer closeCatalog()
+					rows, err := bench.Sessions(c.Context, cat, bench.SessionsConfig{
+						Sessions: sessions, Depth: c.Int("depth"), Spec: c.String("pipeline"),
+						Duration: time.Duration(c.Float64("seconds") * float64(time.Second)),
+					})
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return writeJSON(c, rows)
+					}
+					return bench.WriteSessionsTable(c.App.Writer, rows)
+				},
+			},
+			{
+				Name:  "echo",
+				Usage: "serve the bare baseline: a coder/websocket echo on every path, no codec, no pipeline",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "addr", Value: ":8090", Usage: "listen address"}},
+				Action: func(c *cli.Context) error {
+					l, err := net.Listen("tcp", c.String("addr"))
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(os.Stderr, "voxhost bench echo: bare WebSocket echo on %s\n", l.Addr())
+					srv := &http.Server{Handler: bench.EchoHandler(64 << 10), ReadHeaderTimeout: 10 * time.Second}
+					go func() { <-c.Context.Done(); srv.Close() }()
+					if err := srv.Serve(l); err != http.ErrServerClosed {
+						return err
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func writeJSON(c *cli.Context, v any) error {
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
