@@ -9,6 +9,10 @@ CFLAGS_WASM := --target=wasm32 -nostdlib -O2 -I sdk/c \
 WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat)
 C_SOURCES := $(wildcard plugins/*/*.c)
 WASM := $(WAT_SOURCES:.wat=.wasm) $(C_SOURCES:.c=.wasm)
+# Plugins in other languages build through their own Makefile, which writes
+# plugins/NAME/NAME.wasm.
+SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile))
+ALL_WASM := $(WASM) $(foreach d,$(SUBMAKE_PLUGINS),$(d)/$(notdir $(d)).wasm)
 
 .PHONY: all build run test toolchains plugins examples check-plugins vet fmt-check gotest clean
 
@@ -24,7 +28,7 @@ run: build
 APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binaryen \
 	/usr/bin/rustc:rustc /usr/bin/cargo:cargo \
 	/usr/lib/rustlib/wasm32-unknown-unknown:libstd-rust-dev-wasm32 \
-	/usr/include/wasm32-wasi:wasi-libc
+	/usr/include/wasm32-wasi:wasi-libc node:nodejs npm:npm
 toolchains:
 	@missing=""; \
 	for tool in $(APT_TOOLS); do \
@@ -40,6 +44,7 @@ toolchains:
 
 ## plugins: rebuilds every committed .wasm from its source, byte for byte.
 plugins: $(WASM)
+	@for d in $(SUBMAKE_PLUGINS); do $(MAKE) --no-print-directory -C $$d || exit 1; done
 
 %.wasm: %.wat
 	$(WAT2WASM) $< -o $@
@@ -55,10 +60,10 @@ examples: toolchains
 
 ## check-plugins: fails if a committed .wasm differs from a fresh build.
 check-plugins: toolchains
-	rm -f $(WASM)
+	rm -f $(ALL_WASM)
 	$(MAKE) --no-print-directory plugins
-	git diff --exit-code --stat -- $(WASM)
-	@untracked=$$(git ls-files --others --exclude-standard -- $(WASM)); \
+	git diff --exit-code --stat -- $(ALL_WASM)
+	@untracked=$$(git ls-files --others --exclude-standard -- $(ALL_WASM)); \
 	if [ -n "$$untracked" ]; then echo "built but not committed: $$untracked"; exit 1; fi
 
 vet:
