@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/voxhost/voxhost/abi"
 )
@@ -91,6 +92,8 @@ type Instance struct {
 	sink             Sink
 	logger           *slog.Logger
 	droppedHostCalls atomic.Uint64
+	// stdout and stderr receive the plugin's WASI output as log lines.
+	stdout, stderr logWriter
 }
 
 type instanceKey struct{}
@@ -112,10 +115,11 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 
 func (p *Plugin) instantiate(ctx context.Context) (*Instance, error) {
 	in := &Instance{plugin: p, stack: make([]uint64, 2), logger: p.rt.logger, inRate: abi.TelephonyRate, outRate: abi.TelephonyRate}
-	in.ctx = context.WithValue(context.Background(), instanceKey{}, in)
-	// An empty name makes the instance anonymous, so any number of calls can
-	// instantiate the same module at once.
-	mod, err := p.rt.rt.InstantiateModule(in.ctx, p.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	in.ctx = context.WithValue(experimental.WithMemoryAllocator(context.Background(), p.rt.memory), instanceKey{}, in)
+	in.stdout = logWriter{in: in, level: slog.LevelInfo}
+	in.stderr = logWriter{in: in, level: slog.LevelWarn}
+	cfg := p.rt.moduleConfig.WithStdout(&in.stdout).WithStderr(&in.stderr)
+	mod, err := p.rt.rt.InstantiateModule(in.ctx, p.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: instantiation failed: %s", p.name, trapReason(err))
 	}
@@ -338,6 +342,9 @@ func (in *Instance) Close(ctx context.Context) error {
 	if in.mod == nil {
 		return nil
 	}
+	// A last line without a newline is still the plugin's to log.
+	in.stdout.flush()
+	in.stderr.flush()
 	err := in.mod.Close(ctx)
 	in.mod, in.view = nil, nil
 	in.plugin.rt.live.Add(-1)
@@ -352,3 +359,6 @@ func (in *Instance) Reserve(capacity int) error {
 	}
 	return in.negotiate(capacity)
 }
+
+// MemoryPages is the size of the instance's linear memory, in 64 KiB pages.
+func (in *Instance) MemoryPages() uint32 { return in.mem.Size() / 65536 }

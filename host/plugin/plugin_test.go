@@ -319,3 +319,29 @@ func TestInstancesAreCountedAndClosed(t *testing.T) {
 		t.Fatalf("live after close = %d, want 0", got)
 	}
 }
+
+func TestMemoryLimitStopsGrowth(t *testing.T) {
+	ctx := context.Background()
+	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-", MemoryLimitPages: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	// grow.wasm declares 1..8 pages and asks for one more page every frame;
+	// its memory.grow must start failing at the host's limit of 3 pages, and
+	// the plugin keep working in the memory it has.
+	p := load(t, rt, "grow")
+	in, err := p.Instantiate(ctx, plugin.InstanceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(ctx)
+	for frame := 0; frame < 6; frame++ {
+		if _, err := in.Process(160); err != nil {
+			t.Fatalf("frame %d: %v", frame, err)
+		}
+	}
+	if got := in.MemoryPages(); got != 3 {
+		t.Fatalf("memory = %d pages, want the limit of 3", got)
+	}
+}

@@ -46,10 +46,17 @@ type Runtime struct {
 	limitPages uint32
 	logger     *slog.Logger
 	live       atomic.Int64
+	// wasiFuncs are the WASI functions plugins may import (see wasi.go);
+	// memory allocates every instance's linear memory within limitPages.
+	memory mmapAllocator
+	// moduleConfig is the base configuration of every instance.
+	wasiFuncs    map[string]api.FunctionDefinition
+	moduleConfig wazero.ModuleConfig
 }
 
 // NewRuntime starts the shared runtime with the compiler engine, the
-// compilation cache and the host module the plugins import.
+// compilation cache and the host modules the plugins import: voxhost and the
+// WASI subset of wasi.go.
 func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	limit := opts.MemoryLimitPages
 	if limit == 0 {
@@ -84,8 +91,13 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		WithCompilationCache(cache).
 		WithMemoryLimitPages(65536).
 		WithCloseOnContextDone(false)
-	r := &Runtime{rt: wazero.NewRuntimeWithConfig(ctx, cfg), cache: cache, limitPages: limit, logger: logger}
+	r := &Runtime{rt: wazero.NewRuntimeWithConfig(ctx, cfg), cache: cache, limitPages: limit, logger: logger, moduleConfig: newWASIConfig(),
+		memory: mmapAllocator{limitBytes: uint64(limit) * 65536}}
 	if err := r.instantiateHostModule(ctx); err != nil {
+		_ = r.rt.Close(ctx)
+		return nil, err
+	}
+	if err := r.instantiateWASI(ctx); err != nil {
 		_ = r.rt.Close(ctx)
 		return nil, err
 	}

@@ -167,6 +167,12 @@ func (p *Plugin) validate(limitPages uint32, warnings *[]string) []string {
 	}
 	for _, def := range m.ImportedFunctions() {
 		mod, name, _ := def.Import()
+		if mod == WASIModule {
+			if problem := p.rt.checkWASIImport(def); problem != "" {
+				problems = append(problems, problem)
+			}
+			continue
+		}
 		params, known := hostImports[name]
 		if mod != abi.HostModule || !known {
 			problems = append(problems, fmt.Sprintf("unknown import %s.%s: a plugin may import only %s.%s and %s.%s", mod, name, abi.HostModule, abi.ImportLog, abi.HostModule, abi.ImportEmit))

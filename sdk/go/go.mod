@@ -1,0 +1,3 @@
+module github.com/voxhost/voxhost/sdk/go
+
+go 1.24
