@@ -44,14 +44,15 @@ func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 		in.droppedHostCalls.Add(1)
 		return
 	}
-	lvl := slog.LevelInfo
+	// ABI.md: levels the ABI does not name are logged as errors.
+	lvl := slog.LevelError
 	switch level {
 	case abi.LogDebug:
 		lvl = slog.LevelDebug
+	case abi.LogInfo:
+		lvl = slog.LevelInfo
 	case abi.LogWarn:
 		lvl = slog.LevelWarn
-	case abi.LogError:
-		lvl = slog.LevelError
 	}
 	in.logger.Log(ctx, lvl, string(msg), "plugin", in.plugin.name)
 }
@@ -68,7 +69,11 @@ func hostEmit(ctx context.Context, m api.Module, stack []uint64) {
 		return
 	}
 	name, ok1 := m.Memory().Read(namePtr, nameLen)
-	data, ok2 := m.Memory().Read(dataPtr, dataLen)
+	// ABI.md: with no data, data_ptr is ignored.
+	data, ok2 := []byte(nil), true
+	if dataLen > 0 {
+		data, ok2 = m.Memory().Read(dataPtr, dataLen)
+	}
 	if !ok1 || !ok2 || !validEventName(name) {
 		in.droppedHostCalls.Add(1)
 		return

@@ -57,7 +57,7 @@ func TestLoadRejectsBrokenModulesWithReasons(t *testing.T) {
 		{"bad_signature", nil, "export vox_process has signature (i64) -> (i32) but the ABI needs (i32) -> (i32)"},
 		{"abi_v2", nil, "ABI v2 plugin on a v1 host"},
 		{"no_marker", nil, "no ABI version marker (export a function named voxhost_abi_v1)"},
-		{"unknown_import", nil, "unknown import env.get_time: a plugin may import only voxhost.log and voxhost.emit"},
+		{"unknown_import", nil, "unknown import env.get_time: a plugin may import only voxhost.log, voxhost.emit and the host's WASI (wasi_snapshot_preview1)"},
 		{"imports_memory", nil, "unknown import env.memory (memory): a plugin must define its own memory"},
 		{"small_buffer", nil, "vox_buffer: cannot provide a frame buffer of 1600 bytes (vox_buffer returned 0): buffer too small"},
 		{"outside_buffer", nil, "buffer at 65000+1600 lies outside memory of 65536 bytes"},

@@ -175,7 +175,7 @@ func (p *Plugin) validate(limitPages uint32, warnings *[]string) []string {
 		}
 		params, known := hostImports[name]
 		if mod != abi.HostModule || !known {
-			problems = append(problems, fmt.Sprintf("unknown import %s.%s: a plugin may import only %s.%s and %s.%s", mod, name, abi.HostModule, abi.ImportLog, abi.HostModule, abi.ImportEmit))
+			problems = append(problems, fmt.Sprintf("unknown import %s.%s: a plugin may import only %s.%s, %s.%s and the host's WASI (%s)", mod, name, abi.HostModule, abi.ImportLog, abi.HostModule, abi.ImportEmit, WASIModule))
 			continue
 		}
 		if got, need := signature(def.ParamTypes(), def.ResultTypes()), signature(params, nil); got != need {
