@@ -121,3 +121,17 @@ func TestInspectExitCodes(t *testing.T) {
 		t.Fatalf("inspect of an invalid module: err = %v, want exit 1", err)
 	}
 }
+
+func TestPluginTestExitCodes(t *testing.T) {
+	if err := voxhost(t, "plugin", "test", "--config", `{"db":-6}`, "gain"); err != nil {
+		t.Fatalf("plugin test gain: %v", err)
+	}
+	err := voxhost(t, "plugin", "test", filepath.Join("..", "..", "host", "plugin", "testdata", "trap.wasm"))
+	var exit exitError
+	if !errors.As(err, &exit) || exit.code != 1 {
+		t.Fatalf("plugin test of a trapping plugin: err = %v, want exit 1", err)
+	}
+	if err := voxhost(t, "plugin", "test", "--config", "{nope", "gain"); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("bad --config: %v", err)
+	}
+}

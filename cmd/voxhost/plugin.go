@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/voxhost/voxhost/host/plugintest"
 	"github.com/voxhost/voxhost/plugins"
 )
 
@@ -22,19 +23,9 @@ func pluginCommand() *cli.Command {
 				ArgsUsage: "FILE.wasm | STOCK-NAME",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "machine-readable report"}},
 				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return fmt.Errorf("inspect needs one .wasm file or stock plugin name")
-					}
-					ref := c.Args().First()
-					name, wasm := filepath.Base(ref), []byte(nil)
-					if stock, ok := plugins.Get(ref); ok {
-						wasm = stock
-					} else {
-						b, err := os.ReadFile(ref)
-						if err != nil {
-							return err
-						}
-						wasm = b
+					name, wasm, err := readModule(c)
+					if err != nil {
+						return err
 					}
 					cat, closeCatalog, err := openCatalog(c)
 					if err != nil {
@@ -59,6 +50,41 @@ func pluginCommand() *cli.Command {
 				},
 			},
 			{
+				Name:      "test",
+				Usage:     "run a module through the ABI lifecycle and report every check (exit 1 if any fails)",
+				ArgsUsage: "FILE.wasm | STOCK-NAME",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "config", Usage: `JSON config for the checks that use one, e.g. '{"db":-6}'`},
+					&cli.BoolFlag{Name: "json", Usage: "machine-readable report"},
+				},
+				Action: func(c *cli.Context) error {
+					name, wasm, err := readModule(c)
+					if err != nil {
+						return err
+					}
+					if cfg := c.String("config"); cfg != "" && !json.Valid([]byte(cfg)) {
+						return fmt.Errorf("--config is not valid JSON: %s", cfg)
+					}
+					cat, closeCatalog, err := openCatalog(c)
+					if err != nil {
+						return err
+					}
+					defer closeCatalog()
+					rep := plugintest.Run(c.Context, cat.Runtime(), name, wasm, plugintest.Options{Config: []byte(c.String("config"))})
+					if c.Bool("json") {
+						if err := writeJSON(c, rep); err != nil {
+							return err
+						}
+					} else {
+						rep.WriteText(c.App.Writer)
+					}
+					if !rep.Passed {
+						return exitError{code: 1}
+					}
+					return nil
+				},
+			},
+			{
 				Name:  "list",
 				Usage: "list the stock plugins built into this binary",
 				Action: func(c *cli.Context) error {
@@ -71,4 +97,17 @@ func pluginCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// readModule reads the one module argument: a stock plugin name or a file.
+func readModule(c *cli.Context) (string, []byte, error) {
+	if c.NArg() != 1 {
+		return "", nil, fmt.Errorf("%s needs one .wasm file or stock plugin name", c.Command.Name)
+	}
+	ref := c.Args().First()
+	if stock, ok := plugins.Get(ref); ok {
+		return ref, stock, nil
+	}
+	wasm, err := os.ReadFile(ref)
+	return filepath.Base(ref), wasm, err
 }
