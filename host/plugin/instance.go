@@ -98,6 +98,23 @@ type Instance struct {
 
 type instanceKey struct{}
 
+// callContext is the context of every call into an instance. wazero looks
+// a value up in it on every call; a one-level context answers at once
+// where a chain of context.WithValue would be walked on every hop.
+type callContext struct {
+	context.Context
+	in *Instance
+}
+
+// Value returns the instance for instanceKey, so host functions find their
+// caller, and nothing else: the parent is context.Background.
+func (c *callContext) Value(key any) any {
+	if _, ok := key.(instanceKey); ok {
+		return c.in
+	}
+	return nil
+}
+
 // Instantiate makes a new instance for one call: it runs the module's start
 // code, negotiates the frame buffer, passes the configuration to vox_init and
 // learns the output rate from vox_rate.
@@ -115,11 +132,12 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 
 func (p *Plugin) instantiate(ctx context.Context) (*Instance, error) {
 	in := &Instance{plugin: p, stack: make([]uint64, 2), logger: p.rt.logger, inRate: abi.TelephonyRate, outRate: abi.TelephonyRate}
-	in.ctx = context.WithValue(experimental.WithMemoryAllocator(context.Background(), p.rt.memory), instanceKey{}, in)
+	in.ctx = &callContext{Context: context.Background(), in: in}
+	setupCtx := experimental.WithMemoryAllocator(in.ctx, p.rt.memory)
 	in.stdout = logWriter{in: in, level: slog.LevelInfo}
 	in.stderr = logWriter{in: in, level: slog.LevelWarn}
 	cfg := p.rt.moduleConfig.WithStdout(&in.stdout).WithStderr(&in.stderr)
-	mod, err := p.rt.rt.InstantiateModule(in.ctx, p.compiled, cfg)
+	mod, err := p.rt.rt.InstantiateModule(setupCtx, p.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: instantiation failed: %s", p.name, trapReason(err))
 	}
