@@ -34,6 +34,7 @@ typedef __INT32_TYPE__ int32_t;
 typedef __UINT32_TYPE__ uint32_t;
 typedef __INT64_TYPE__ int64_t;
 typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT64_TYPE__ uint64_t;
 #endif
 
 #define VOX_ABI_VERSION 1
@@ -134,26 +135,42 @@ static inline int32_t vox_config_find(const char *json, int32_t len, const char 
     return -1;
 }
 
-/* Reads a number; returns 1 and sets *out if key holds one, else 0. */
+/* Reads a number; returns 1 and sets *out if key holds one, else 0.
+ * The digits are gathered into an integer and scaled by one exact power of
+ * ten, so numbers of up to 15 significant digits with exponents within ±22
+ * are read exactly as other JSON parsers (and the other SDKs) read them;
+ * longer ones may differ in the last bit. */
 static inline int vox_config_number(const char *json, int32_t len, const char *key, double *out) {
+    static const double pow10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     int32_t i = vox_config_find(json, len, key);
     if (i < 0) return 0;
-    double sign = 1, v = 0, scale = 1;
-    int digits = 0, exp = 0, esign = 1;
-    if (i < len && (json[i] == '-' || json[i] == '+')) { sign = json[i] == '-' ? -1 : 1; i++; }
-    while (i < len && json[i] >= '0' && json[i] <= '9') { v = v * 10 + (json[i++] - '0'); digits++; }
-    if (i < len && json[i] == '.') {
-        i++;
-        while (i < len && json[i] >= '0' && json[i] <= '9') { scale /= 10; v += (json[i++] - '0') * scale; digits++; }
+    int negative = 0, digits = 0, scale = 0, exp = 0, esign = 1;
+    uint64_t mantissa = 0;
+    if (i < len && (json[i] == '-' || json[i] == '+')) { negative = json[i] == '-'; i++; }
+    for (int fraction = 0; i < len; i++) {
+        if (json[i] == '.' && !fraction) { fraction = 1; continue; }
+        if (json[i] < '0' || json[i] > '9') break;
+        if (mantissa < 100000000000000000ULL) {
+            mantissa = mantissa * 10 + (uint64_t)(json[i] - '0');
+            scale -= fraction;
+        } else if (!fraction) {
+            scale++; /* digits beyond 17 significant ones only scale */
+        }
+        digits++;
     }
     if (!digits) return 0;
     if (i < len && (json[i] == 'e' || json[i] == 'E')) {
         i++;
         if (i < len && (json[i] == '-' || json[i] == '+')) { esign = json[i] == '-' ? -1 : 1; i++; }
-        while (i < len && json[i] >= '0' && json[i] <= '9') exp = exp * 10 + (json[i++] - '0');
+        while (i < len && json[i] >= '0' && json[i] <= '9' && exp < 10000) exp = exp * 10 + (json[i++] - '0');
     }
-    while (exp-- > 0) v = esign > 0 ? v * 10 : v / 10;
-    *out = sign * v;
+    scale += esign * exp;
+    double v = (double)mantissa;
+    while (scale > 22) { v *= 1e22; scale -= 22; }
+    while (scale < -22) { v /= 1e22; scale += 22; }
+    v = scale >= 0 ? v * pow10[scale] : v / pow10[-scale];
+    *out = negative ? -v : v;
     return 1;
 }
 
