@@ -1,0 +1,309 @@
+//go:build ignore
+
+/*
+ * (The go:build line above keeps the go tool from taking this file for cgo
+ * source of the Go tests beside it; clang reads it as a comment.)
+ *
+ * vad — voice activity detection for telephony audio. Audio passes through
+ * unchanged; the plugin emits "speech_start" and "speech_end" events whose
+ * data is {"t_ms":N}, N the audio time of the boundary counted from the
+ * samples the plugin has seen.
+ *
+ * Config: {"sensitivity": 0.5, "min_speech_ms": 100, "min_silence_ms": 300}
+ *   sensitivity     0..1, higher detects quieter speech (default 0.5)
+ *   min_speech_ms   speech shorter than this is ignored (default 100)
+ *   min_silence_ms  hangover: silence this long ends speech (default 300)
+ *
+ * Algorithm (README.md has the details):
+ *   1. Three sub-bands, 300-1000, 1000-2000 and 2000-3400 Hz, each a
+ *      Butterworth high-pass biquad followed by a Butterworth low-pass one.
+ *   2. Mean energy of each band over 10 ms blocks, in dBFS.
+ *   3. An adaptive noise floor per band, in dB: fast down (30% of the way
+ *      to a block more than 3 dB below it), slow up (at most 3 dB/s, 0.5 dB/s
+ *      in speech), a slow average in between so that it sits at the median
+ *      of steady noise, and a minimum-statistics guard (the minimum of the
+ *      last 3 s) that lifts it at once after the noise itself got louder.
+ *   4. The block's score: the mean of the bands' power ratios over their
+ *      floors, weighted 2:1:1 towards the 300-1000 Hz band, in dB (a
+ *      weighted SNR: 0 dB in noise, about the strongest band's SNR minus
+ *      3 dB in voiced speech).
+ *      A block is speech when the score reaches the threshold the
+ *      sensitivity sets (13 dB at 0, 9 dB at 0.5, 5 dB at 1), or, once a
+ *      start is pending or confirmed, 2 dB less (hysteresis).
+ *   5. A state machine: speech that lasts min_speech_ms from its first
+ *      speech block to its last (gaps of up to 30 ms tolerated) confirms
+ *      speech_start, dated at the start of the first speech block;
+ *      min_silence_ms of non-speech blocks end it, and speech_end is dated
+ *      at the end of the last speech block.
+ *
+ * Everything is computed in IEEE double/float arithmetic, which WebAssembly
+ * defines exactly, so the events are the same on every host.
+ */
+#define VOXHOST_IMPLEMENTATION
+#include "voxhost.h"
+
+/* ---- libm-free helpers ---- */
+
+#define VAD_PI 3.14159265358979323846
+
+/* sin(x) for any x: reduction to [-pi/2, pi/2], then Taylor to x^23. */
+static double vad_sin(double x) {
+    double k = __builtin_floor(x / (2 * VAD_PI) + 0.5);
+    x -= k * (2 * VAD_PI);
+    if (x > VAD_PI / 2) x = VAD_PI - x;
+    else if (x < -VAD_PI / 2) x = -VAD_PI - x;
+    double x2 = x * x, term = x, sum = x;
+    for (int n = 1; n < 12; n++) {
+        term *= -x2 / (double)((2 * n) * (2 * n + 1));
+        sum += term;
+    }
+    return sum;
+}
+
+static double vad_cos(double x) { return vad_sin(x + VAD_PI / 2); }
+
+static inline double min_d(double a, double b) { return a < b ? a : b; }
+
+/* 10*log10(x) for x > 0: x = m * 2^e with m in [1,2), ln m = 2 atanh((m-1)/(m+1)). */
+static double vad_db(double x) {
+    union { double d; uint64_t u; } v;
+    v.d = x;
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    v.u = (v.u & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+    double m = v.d, t = (m - 1) / (m + 1), t2 = t * t, term = t, sum = t;
+    for (int n = 3; n < 24; n += 2) {
+        term *= t2;
+        sum += term / n;
+    }
+    /* 10/ln(10) * (e ln 2 + ln m) */
+    return 4.3429448190325182765 * (e * 0.69314718055994530942 + 2 * sum);
+}
+
+/* ---- configuration and design ---- */
+
+#define BANDS 3
+static const double band_lo[BANDS] = {300, 1000, 2000};
+static const double band_hi[BANDS] = {1000, 2000, 3400};
+static const double band_weight[BANDS] = {2, 1, 1};
+
+static double sensitivity = 0.5;
+static int32_t min_speech_ms = 100, min_silence_ms = 300;
+
+static double thr_on, thr_off;         /* score thresholds, dB */
+static int32_t min_speech_blocks, hangover_blocks;
+static int32_t rate = 8000, block_len = 80;
+
+/* A biquad in transposed direct form II; a0 normalised to 1. */
+typedef struct { float b0, b1, b2, a1, a2, z1, z2; } biquad;
+static biquad hp[BANDS], lp[BANDS];
+
+/* RBJ cookbook Butterworth (Q = 1/sqrt 2) high- or low-pass at f Hz. */
+static void design(biquad *q, double f, int high) {
+    double w = 2 * VAD_PI * f / rate, c = vad_cos(w), alpha = vad_sin(w) / (2 * 0.70710678118654752440);
+    double a0 = 1 + alpha;
+    double b0 = high ? (1 + c) / 2 : (1 - c) / 2, b1 = high ? -(1 + c) : 1 - c;
+    q->b0 = (float)(b0 / a0);
+    q->b1 = (float)(b1 / a0);
+    q->b2 = (float)(b0 / a0);
+    q->a1 = (float)(-2 * c / a0);
+    q->a2 = (float)((1 - alpha) / a0);
+    q->z1 = q->z2 = 0;
+}
+
+static inline float run_biquad(biquad *q, float x) {
+    float y = q->b0 * x + q->z1;
+    q->z1 = q->b1 * x - q->a1 * y + q->z2;
+    q->z2 = q->b2 * x - q->a2 * y;
+    return y;
+}
+
+/* Reads an optional number member into *out; 0 if present but not a number in [lo, hi]. */
+static int read_number(int32_t len, const char *key, double lo, double hi, double *out) {
+    double v;
+    if (vox_config_find(vox_bytes(), len, key) < 0) return 1;
+    if (!vox_config_number(vox_bytes(), len, key, &v) || !(v >= lo && v <= hi)) return 0;
+    *out = v;
+    return 1;
+}
+
+VOX_INIT {
+    double s = 0.5, speech = 100, silence = 300;
+    if (!read_number(config_len, "sensitivity", 0, 1, &s)) {
+        vox_log(VOX_LOG_ERROR, "vad: \"sensitivity\" must be a number from 0 to 1");
+        return VOX_BAD_CONFIG;
+    }
+    if (!read_number(config_len, "min_speech_ms", 0, 10000, &speech)) {
+        vox_log(VOX_LOG_ERROR, "vad: \"min_speech_ms\" must be a number from 0 to 10000");
+        return VOX_BAD_CONFIG;
+    }
+    if (!read_number(config_len, "min_silence_ms", 0, 10000, &silence)) {
+        vox_log(VOX_LOG_ERROR, "vad: \"min_silence_ms\" must be a number from 0 to 10000");
+        return VOX_BAD_CONFIG;
+    }
+    sensitivity = s;
+    min_speech_ms = (int32_t)(speech + 0.5);
+    min_silence_ms = (int32_t)(silence + 0.5);
+    return VOX_OK;
+}
+
+/* ---- detector state ---- */
+
+#define FLOOR_DB_MIN (-100.0)      /* digital silence reads as -100 dBFS */
+#define STARTUP_BLOCKS 20          /* the first 200 ms: the floor follows the level */
+#define MINSTAT_SPAN 50            /* blocks per minimum-statistics sub-window (0.5 s) */
+#define MINSTAT_WINDOWS 6          /* sub-windows: the guard looks 3 s back */
+#define MAX_GAP_BLOCKS 3           /* non-speech blocks a pending start survives */
+
+enum { SILENT, PENDING, SPEECH };
+
+static float band_energy[BANDS];   /* sum of squares in the current block */
+static int32_t block_fill;         /* samples in the current block */
+static int64_t samples_seen;       /* samples before the current block's first */
+static int64_t blocks_seen;
+static double floor_db[BANDS];
+static double minstat[BANDS][MINSTAT_WINDOWS], minstat_cur[BANDS];
+static int32_t minstat_count, minstat_filled;
+
+static int state = SILENT;
+static int64_t start_sample, last_speech_end;
+static int32_t gap_blocks;
+
+VOX_RATE {
+    if (input_rate < 8000 || input_rate > 48000 || input_rate % 100 != 0) {
+        vox_log(VOX_LOG_ERROR, "vad: the input rate must be a multiple of 100 Hz from 8000 to 48000 Hz");
+        return VOX_BAD_RATE;
+    }
+    rate = input_rate;
+    block_len = rate / 100;
+    for (int b = 0; b < BANDS; b++) {
+        design(&hp[b], band_lo[b], 1);
+        design(&lp[b], band_hi[b], 0);
+    }
+    thr_on = 13.0 - 8.0 * sensitivity;
+    thr_off = thr_on - 2.0;
+    min_speech_blocks = (min_speech_ms + 5) / 10;
+    if (min_speech_blocks < 1) min_speech_blocks = 1;
+    hangover_blocks = (min_silence_ms + 5) / 10;
+    if (hangover_blocks < 1) hangover_blocks = 1;
+    return rate;
+}
+
+/* Emits name with {"t_ms":N}, N the sample index converted to ms (rounded). */
+static void emit_at(const char *name, int64_t sample) {
+    int64_t ms = (sample * 1000 + rate / 2) / rate;
+    char data[40] = "{\"t_ms\":", digits[24];
+    int n = 0, i = 8;
+    do { digits[n++] = (char)('0' + ms % 10); ms /= 10; } while (ms > 0);
+    while (n > 0) data[i++] = digits[--n];
+    data[i++] = '}';
+    data[i] = 0;
+    vox_emit(name, data);
+}
+
+static void end_block(void) {
+    int64_t block_start = samples_seen, block_end = samples_seen + block_len;
+    double level[BANDS], score = 0, weights = 0;
+    for (int b = 0; b < BANDS; b++) {
+        double ms = (double)band_energy[b] / block_len / (32768.0 * 32768.0);
+        level[b] = ms > 1e-10 ? vad_db(ms) : FLOOR_DB_MIN;
+        if (blocks_seen == 0) floor_db[b] = level[b];
+        score += band_weight[b] * vox_exp((level[b] - floor_db[b]) * 0.23025850929940456840); /* 10^(snr/10) */
+        weights += band_weight[b];
+        band_energy[b] = 0;
+    }
+    score = vad_db(score / weights);
+    int speech = score >= (state == SILENT ? thr_on : thr_off);
+
+    switch (state) {
+    case SILENT:
+        if (speech) {
+            state = PENDING;
+            start_sample = block_start;
+            last_speech_end = block_end;
+            gap_blocks = 0;
+        }
+        break;
+    case PENDING:
+        if (speech) {
+            gap_blocks = 0;
+            last_speech_end = block_end;
+        } else if (++gap_blocks > MAX_GAP_BLOCKS) {
+            state = SILENT;
+        }
+        break;
+    case SPEECH:
+        if (speech) {
+            gap_blocks = 0;
+            last_speech_end = block_end;
+        } else if (++gap_blocks >= hangover_blocks) {
+            emit_at("speech_end", last_speech_end);
+            state = SILENT;
+        }
+        break;
+    }
+    if (state == PENDING && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
+        emit_at("speech_start", start_sample);
+        state = SPEECH;
+        gap_blocks = 0;
+    }
+
+    /* Noise floor, in dB: fast down, slow up, and between -3 and +3 dB
+     * (the spread of noise itself) a slow average, so that in steady noise
+     * the floor sits at the noise's median level rather than in its lower
+     * tail. In speech only the way down stays open; the way up is 0.5 dB/s.
+     * The first STARTUP_BLOCKS follow the level closely in both ways. */
+    for (int b = 0; b < BANDS; b++) {
+        double d = level[b] - floor_db[b];
+        if (blocks_seen < STARTUP_BLOCKS) floor_db[b] += 0.2 * d;
+        else if (d < -3) floor_db[b] += 0.3 * d;
+        else if (d < (state == SPEECH ? 0 : 3)) floor_db[b] += 0.05 * d;
+        else floor_db[b] += min_d(d, state == SPEECH ? 0.005 : 0.03);
+        /* Minimum statistics over the last MINSTAT_WINDOWS sub-windows. */
+        if (minstat_count == 0 || level[b] < minstat_cur[b]) minstat_cur[b] = level[b];
+    }
+    if (++minstat_count == MINSTAT_SPAN) {
+        for (int b = 0; b < BANDS; b++) {
+            for (int w = MINSTAT_WINDOWS - 1; w > 0; w--) minstat[b][w] = minstat[b][w - 1];
+            minstat[b][0] = minstat_cur[b];
+        }
+        minstat_count = 0;
+        if (minstat_filled < MINSTAT_WINDOWS) minstat_filled++;
+        if (minstat_filled == MINSTAT_WINDOWS) {
+            for (int b = 0; b < BANDS; b++) {
+                double m = minstat[b][0];
+                for (int w = 1; w < MINSTAT_WINDOWS; w++)
+                    if (minstat[b][w] < m) m = minstat[b][w];
+                /* Every block of the last 3 s was louder than the floor:
+                 * the noise rose. Lift the floor to that minimum. */
+                if (m > floor_db[b]) floor_db[b] = m;
+            }
+        }
+    }
+    blocks_seen++;
+    samples_seen = block_end;
+}
+
+VOX_PROCESS {
+    const int16_t *s = vox_samples();
+    for (int32_t i = 0; i < samples; i++) {
+        float x = s[i];
+        for (int b = 0; b < BANDS; b++) {
+            float y = run_biquad(&lp[b], run_biquad(&hp[b], x));
+            band_energy[b] += y * y;
+        }
+        if (++block_fill == block_len) {
+            end_block();
+            block_fill = 0;
+        }
+    }
+    return samples;
+}
+
+VOX_EVENT {
+    (void)arg;
+    if (kind == VOX_EVENT_FLUSH && state == SPEECH) {
+        emit_at("speech_end", last_speech_end);
+        state = SILENT;
+    }
+    return VOX_OK;
+}
