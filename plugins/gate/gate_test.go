@@ -1,0 +1,359 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/plugins"
+)
+
+const (
+	rate       = 8000
+	frameBytes = 320 // 20 ms
+)
+
+// newCatalog loads plugins into a fresh runtime, closed when the test ends.
+func newCatalog(t testing.TB) *catalog.Catalog {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := catalog.New(rt, "")
+	t.Cleanup(func() {
+		c.Close(ctx)
+		rt.Close(ctx)
+	})
+	return c
+}
+
+// instantiate builds a one-stage pipeline of the built gate.wasm with the
+// config given as key=value pairs; a failing stage ends the call, so a
+// fault fails the test instead of being bypassed.
+func instantiate(c *catalog.Catalog, config string) (*pipeline.Pipeline, error) {
+	return instantiateAt(c, config, rate, io.Discard)
+}
+
+// instantiateAt is instantiate with input at inputRate Hz; the plugin's log
+// lines go to log.
+func instantiateAt(c *catalog.Catalog, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
+	ctx := context.Background()
+	specs, err := pipeline.ParseSpec("gate.wasm on_error=end_call " + config)
+	if err != nil {
+		return nil, err
+	}
+	def, err := c.Definition(ctx, "test", specs)
+	if err != nil {
+		return nil, err
+	}
+	return def.Instantiate(ctx, pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
+}
+
+func newPipeline(t testing.TB, c *catalog.Catalog, config string) *pipeline.Pipeline {
+	t.Helper()
+	p, err := instantiate(c, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return p
+}
+
+// process runs pcm through p in frames of frame bytes.
+func process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
+	t.Helper()
+	out := make([]byte, 0, len(pcm))
+	src := &pipeline.PCM{}
+	for off := 0; off < len(pcm); off += frame {
+		src.Frame = pcm[off:min(off+frame, len(pcm))]
+		view, err := p.Process(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(view) != len(src.Frame) {
+			t.Fatalf("frame at byte %d: %d bytes out, %d in", off, len(view), len(src.Frame))
+		}
+		out = append(out, view...)
+	}
+	return out
+}
+
+func db(x float64) float64 { return 10 * math.Log10(x) } // of a power ratio
+
+func pcmOf(x []float64) []byte {
+	pcm := make([]byte, 2*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(int16(math.Max(-32768, math.Min(32767, math.Round(v))))))
+	}
+	return pcm
+}
+
+func floats(pcm []byte) []float64 {
+	s := signal.Samples(pcm)
+	x := make([]float64, len(s))
+	for i, v := range s {
+		x[i] = float64(v)
+	}
+	return x
+}
+
+func amp(dbfs float64) float64 { return 32767 * math.Pow(10, dbfs/20) }
+
+// square returns n samples of a 2 kHz square wave of amplitude a: no
+// sample is 0, so output/input is the gain, sample by sample.
+func square(n int, a float64) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		if i%4 < 2 {
+			x[i] = math.Round(a)
+		} else {
+			x[i] = -math.Round(a)
+		}
+	}
+	return x
+}
+
+// addTone adds a 1 kHz sine of RMS level dbfs to x[from:to].
+func addTone(x []float64, from, to int, dbfs float64) {
+	a := amp(dbfs) * math.Sqrt2
+	for i := from; i < to; i++ {
+		x[i] += math.Round(a * math.Sin(2*math.Pi*1000*float64(i-from)/rate))
+	}
+}
+
+func rmsDB(x []float64) float64 {
+	sum := 0.0
+	for _, v := range x {
+		sum += v * v
+	}
+	return db(sum / float64(len(x)) / (32767 * 32767))
+}
+
+func maxStep(x []float64) float64 {
+	m := 0.0
+	for i := 1; i < len(x); i++ {
+		m = math.Max(m, math.Abs(x[i]-x[i-1]))
+	}
+	return m
+}
+
+func noise(seconds, dbfs float64, seed uint64) []float64 {
+	return floats(signal.Noise(rate, seconds, math.Pow(10, dbfs/20), seed))
+}
+
+func TestNoiseIsAttenuatedByTheFloor(t *testing.T) {
+	c := newCatalog(t)
+	// A -20 dBFS tone over -60 dBFS noise for 300 ms opens the gate; then
+	// the noise alone, which the gate attenuates by floor_db once hold and
+	// release are over (100 + 150 ms, and the detector's fall: 5 ms * ln(
+	// 10^(28/10)) = 32 ms from -20 to -48 dBFS).
+	for _, floor := range []float64{-60, -20, -10} {
+		x := noise(2, -60, 1)
+		addTone(x, 0, 2400, -20)
+		y := floats(process(t, newPipeline(t, c, fmt.Sprintf("floor_db=%g", floor)), pcmOf(x), frameBytes))
+		tail := 2400 + 8*(100+150+35)
+		in, out := rmsDB(x[tail:]), rmsDB(y[tail:])
+		t.Logf("floor_db=%g: noise %.2f dBFS in, %.2f out after the release", floor, in, out)
+		if floor == -60 {
+			// -120 dBFS is far under half an LSB: every sample rounds to 0.
+			for i := tail; i < len(y); i++ {
+				if y[i] != 0 {
+					t.Fatalf("floor_db=-60: sample %d = %v, want 0", i, y[i])
+				}
+			}
+			continue
+		}
+		if d := out - in; math.Abs(d-floor) > 0.5 {
+			t.Errorf("floor_db=%g: the noise is attenuated %.2f dB, want %g ± 0.5", floor, d, floor)
+		}
+	}
+}
+
+func TestBurstOpensHoldsAndFades(t *testing.T) {
+	c := newCatalog(t)
+	const (
+		start, end = 4000, 6400 // a 300 ms burst at 0.5 s
+		attack     = 16         // 2 ms
+		hold       = 800        // 100 ms
+		release    = 1200       // 150 ms
+	)
+	// A -35 dBFS square under a -30 dBFS threshold, so the gain can be read
+	// at every sample, with floor_db=-20 so that it is still readable closed.
+	x := square(16000, amp(-35))
+	addTone(x, start, end, -20)
+	y := floats(process(t, newPipeline(t, c, "threshold_dbfs=-30 floor_db=-20"), pcmOf(x), frameBytes))
+	gain := make([]float64, len(x))
+	for i := range x {
+		gain[i] = y[i] / x[i]
+	}
+	closed := math.Pow(10, -20.0/20)
+	near := func(g, want float64) bool { return math.Abs(20*math.Log10(g/want)) < 0.5 }
+	for i := 0; i < start; i++ {
+		if !near(gain[i], closed) {
+			t.Fatalf("sample %d, before the burst: gain %.4f, want %.4f (closed)", i, gain[i], closed)
+		}
+	}
+	// Open, exactly (output = input), from attack_ms after the burst starts
+	// to hold_ms after it ends.
+	for i := start + attack + 1; i < end+hold; i++ {
+		if y[i] != x[i] {
+			t.Fatalf("sample %d (%.2f ms after the burst start): %v out, %v in; the gate should be open",
+				i, float64(i-start)/8, y[i], x[i])
+		}
+	}
+	// Then it fades: from the first sample under 1 to the floor in release_ms.
+	fadeFrom, fadeTo := -1, -1
+	for i := end; i < len(x); i++ {
+		if fadeFrom < 0 && gain[i] < 0.999 {
+			fadeFrom = i
+		}
+		if fadeTo < 0 && near(gain[i], closed) {
+			fadeTo = i
+		}
+	}
+	t.Logf("open %.2f ms after the burst starts; fades from %.1f ms after it ends, to within 0.5 dB of the floor in %.1f ms",
+		float64(firstAtOne(gain, start)-start)/8, float64(fadeFrom-end)/8, float64(fadeTo-fadeFrom)/8)
+	// The 5 ms follower takes 5 ms * ln(53) = 20 ms to fall from the burst to
+	// the -33 dBFS at which the hold starts.
+	if lag := fadeFrom - end - hold; lag < 8*15 || lag > 8*25 {
+		t.Errorf("the fade starts %.1f ms after the hold, want 20 ± 5 (the detector's fall)", float64(lag)/8)
+	}
+	// 0.5 dB short of -20 dB along a steady fall in dB: 19.5/20 of release_ms.
+	if d := fadeTo - fadeFrom; math.Abs(float64(d)-release*19.5/20) > 8 {
+		t.Errorf("the fade takes %.1f ms to reach the floor, want %.1f ± 1", float64(d)/8, release*19.5/20/8)
+	}
+	for i := fadeTo; i < len(x); i++ {
+		if !near(gain[i], closed) {
+			t.Fatalf("sample %d, after the fade: gain %.4f, want %.4f", i, gain[i], closed)
+		}
+	}
+	// No discontinuity: the output steps no more than the input does.
+	if in, out := maxStep(x), maxStep(y); out > in {
+		t.Errorf("largest step between samples: %.0f out, %.0f in", out, in)
+	}
+}
+
+func firstAtOne(gain []float64, from int) int {
+	for i := from; i < len(gain); i++ {
+		if gain[i] == 1 {
+			return i
+		}
+	}
+	return len(gain)
+}
+
+func TestHoldBridgesShortGaps(t *testing.T) {
+	c := newCatalog(t)
+	// Bursts 60 ms apart, less than hold_ms: the gate never closes between
+	// them, and they come out unchanged.
+	x := noise(1.5, -60, 2)
+	for _, at := range []int{2000, 4400, 6800} { // 240 ms bursts, 60 ms gaps
+		addTone(x, at, at+1920, -30)
+	}
+	y := floats(process(t, newPipeline(t, c, ""), pcmOf(x), frameBytes))
+	for i := 2000 + 17; i < 6800+1920+800; i++ {
+		if y[i] != x[i] {
+			t.Fatalf("sample %d: %v out, %v in; the gate closed in a gap shorter than hold_ms", i, y[i], x[i])
+		}
+	}
+	if in, out := maxStep(x), maxStep(y); out > in {
+		t.Errorf("largest step between samples: %.0f out, %.0f in", out, in)
+	}
+}
+
+func TestFramingDoesNotMatter(t *testing.T) {
+	c := newCatalog(t)
+	x := noise(3, -50, 4)
+	addTone(x, 4000, 8000, -25)
+	addTone(x, 12000, 12400, -35)
+	pcm := pcmOf(x)
+	want := process(t, newPipeline(t, c, ""), pcm, frameBytes)
+	p := newPipeline(t, c, "")
+	var got []byte
+	src := &pipeline.PCM{}
+	sizes := []int{2, 14, 320, 1600, 6, 160, 318, 40}
+	for off, k := 0, 0; off < len(pcm); k++ {
+		n := min(sizes[k%len(sizes)], len(pcm)-off)
+		src.Frame = pcm[off : off+n]
+		view, err := p.Process(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, view...)
+		off += n
+	}
+	if string(got) != string(want) {
+		t.Error("frames of 1 to 800 samples give other output than 20 ms frames")
+	}
+}
+
+func TestRejectsBadConfig(t *testing.T) {
+	c := newCatalog(t)
+	for _, cfg := range []string{
+		"threshold_dbfs=3", "threshold_dbfs=low", "attack_ms=-1", "hold_ms=20000",
+		"release_ms=-5", "floor_db=6", "floor_db=-100", "hysteresis_db=30",
+	} {
+		var log strings.Builder
+		p, err := instantiateAt(c, cfg, rate, &log)
+		if err == nil {
+			p.Close(context.Background())
+			t.Errorf("%s: accepted", cfg)
+			continue
+		}
+		// The plugin says which key is wrong.
+		if key, _, _ := strings.Cut(cfg, "="); !strings.Contains(log.String(), key+" must be") {
+			t.Errorf("%s: rejected (%v), but the log does not name %s: %q", cfg, err, key, log.String())
+		}
+	}
+	if _, err := instantiate(c, "threshold_dbfs=-40 attack_ms=5 hold_ms=50 release_ms=300 floor_db=-30 hysteresis_db=6"); err != nil {
+		t.Errorf("every key set: %v", err)
+	}
+}
+
+func TestIsAStockPlugin(t *testing.T) {
+	built, err := os.ReadFile("gate.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stock, ok := plugins.Get("gate"); !ok || string(stock) != string(built) {
+		t.Error(`plugins.Get("gate") is not gate.wasm`)
+	}
+}
+
+// BenchmarkProcess: ns per 20 ms frame through the plugin (and the host's
+// one copy), as `voxhost bench hop` measures it, open (speech) and closed
+// (quiet noise).
+func BenchmarkProcess(b *testing.B) {
+	for _, in := range []struct {
+		name string
+		pcm  []byte
+	}{{"speech", signal.Speech(rate, 0.02)}, {"noise-60dBFS", signal.Noise(rate, 0.02, 0.001, 1)}} {
+		b.Run(in.name, func(b *testing.B) {
+			benchFrames(b, newPipeline(b, newCatalog(b), ""), in.pcm)
+		})
+	}
+}
+
+func benchFrames(b *testing.B, p *pipeline.Pipeline, frame []byte) {
+	src := &pipeline.PCM{Frame: frame}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Process(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/frame")
+}
