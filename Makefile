@@ -14,7 +14,7 @@ WASM := $(WAT_SOURCES:.wat=.wasm) $(C_SOURCES:.c=.wasm)
 SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile))
 ALL_WASM := $(WASM) $(foreach d,$(SUBMAKE_PLUGINS),$(d)/$(notdir $(d)).wasm)
 
-.PHONY: all build run test toolchains plugins examples check-plugins vet fmt-check gotest clean
+.PHONY: all build run bench test toolchains plugins examples check-plugins vet fmt-check gotest clean
 
 all: build
 
@@ -23,6 +23,10 @@ build:
 
 run: build
 	./bin/voxhost serve
+
+## bench: the benchmark suite (about 5 minutes on 2 cores); writes BENCHMARKS.md.
+bench: build
+	./bin/voxhost --cache-dir - bench report --out BENCHMARKS.md
 
 ## toolchains: installs the guest compilers, idempotently (apt, npm).
 APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binaryen \

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/bench"
 )
 
@@ -83,6 +84,49 @@ func benchCommand() *cli.Command {
 						return writeJSON(c, rows)
 					}
 					return bench.WriteSessionsTable(c.App.Writer, rows)
+				},
+			},
+			{
+				Name:  "report",
+				Usage: "run the benchmark suite (hop, sessions, a load sweep of voxhost beside a bare echo server) and write BENCHMARKS.md",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "out", Value: "BENCHMARKS.md", Usage: "markdown file to write"},
+					&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Value: app.DefaultPipelineSpec, Usage: "pipeline the load-tested server runs"},
+					&cli.StringFlag{Name: "sweep", Value: "10,50,100,250,500,1000", Usage: "call counts of the load sweeps"},
+					&cli.Float64Flag{Name: "seconds", Value: 5, Usage: "audio per sweep point"},
+				},
+				Action: func(c *cli.Context) error {
+					sweep, err := intList(c.String("sweep"))
+					if err != nil {
+						return fmt.Errorf("--sweep: %w", err)
+					}
+					exe, err := os.Executable()
+					if err != nil {
+						return err
+					}
+					cat, closeCatalog, err := openCatalog(c)
+					if err != nil {
+						return err
+					}
+					defer closeCatalog()
+					rep, err := bench.RunReport(c.Context, cat, bench.ReportConfig{
+						Executable: exe, Pipeline: c.String("pipeline"), Sweep: sweep,
+						PointDuration:    time.Duration(c.Float64("seconds") * float64(time.Second)),
+						SessionsDuration: 2 * time.Second, Progress: os.Stderr,
+					})
+					if err != nil {
+						return err
+					}
+					f, err := os.Create(c.String("out"))
+					if err != nil {
+						return err
+					}
+					if err := rep.WriteMarkdown(f); err != nil {
+						f.Close()
+						return err
+					}
+					fmt.Fprintf(os.Stderr, "wrote %s\n", c.String("out"))
+					return f.Close()
 				},
 			},
 			{

@@ -58,7 +58,7 @@ func newApp() *cli.App {
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 			return nil
 		},
-		Commands: []*cli.Command{serveCommand(), runCommand(), pluginCommand(), benchCommand(), generateCommand()},
+		Commands: []*cli.Command{serveCommand(), runCommand(), pluginCommand(), benchCommand(), loadgenCommand(), generateCommand()},
 	}
 }
 

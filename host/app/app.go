@@ -20,10 +20,12 @@ import (
 
 // DefaultPipelineName and DefaultPipelineSpec describe the pipeline served
 // when neither a config file nor --pipeline names one: stock plugins only,
-// so a fresh machine runs with no files.
+// so a fresh machine runs with no files. It is what a voice bot wants in
+// front of it: speech start/end and DTMF keys as events (detected on the
+// untouched audio), then line noise gated out and the level evened.
 const (
 	DefaultPipelineName = "default"
-	DefaultPipelineSpec = "gain db=0 | passthrough"
+	DefaultPipelineSpec = "vad | dtmf | gate | agc"
 )
 
 // Overrides are command-line settings that take precedence over the file.

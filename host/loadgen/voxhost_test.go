@@ -1,0 +1,151 @@
+package loadgen_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/loadgen"
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/server"
+)
+
+// newVoxhost serves the passthrough pipeline, named "main", on a loopback
+// port and returns its ws:// URL; tokens, if any, are required.
+func newVoxhost(t testing.TB, tokens ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := catalog.New(rt, "")
+	specs, err := pipeline.ParseSpec("passthrough")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := cat.Definition(ctx, "main", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(ctx, server.Options{Runtime: rt, Pipelines: map[string]*pipeline.Definition{"main": def},
+		DefaultPipeline: "main", Tokens: tokens, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		s.Drain(ctx)
+		hs.Close()
+		cat.Close(ctx)
+		rt.Close(ctx)
+	})
+	return "ws" + strings.TrimPrefix(hs.URL, "http")
+}
+
+func TestAgainstVoxhost(t *testing.T) {
+	url := newVoxhost(t, "s3cret")
+	for _, proto := range []string{loadgen.ProtocolRaw, loadgen.ProtocolTwilio} {
+		t.Run(proto, func(t *testing.T) {
+			const calls = 10
+			res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Protocol: proto, Pipeline: "main", Token: "s3cret",
+				Calls: calls, Duration: 1500 * time.Millisecond, Ramp: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: rtt p50 %v p99 %v max %v, connect p50 %v", proto, res.RTT.P50, res.RTT.P99, res.RTT.Max, res.ConnectP50)
+			if res.FramesReceived != res.FramesDue || res.FramesSent != res.FramesDue || res.FramesDue != calls*75 {
+				t.Errorf("frames due %d, sent %d, received %d", res.FramesDue, res.FramesSent, res.FramesReceived)
+			}
+			if res.Throughput < 0.99 || res.Saturated || res.ConnectionsFailed != 0 {
+				t.Errorf("throughput %.3f, saturated %v %q, errors %q", res.Throughput, res.Saturated, res.SaturationReasons, res.Errors)
+			}
+			s := res.Server
+			if s == nil {
+				t.Fatal("no server stats from voxhost's /metrics")
+			}
+			if s.RSSDuring <= 0 || s.ActiveDuring != calls || s.GCPauseSource == "" || len(s.Missing) != 0 {
+				t.Errorf("server stats %+v", *s)
+			}
+		})
+	}
+}
+
+func TestWrongToken(t *testing.T) {
+	url := newVoxhost(t, "s3cret")
+	res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Token: "guess", Calls: 3,
+		Duration: 200 * time.Millisecond, Ramp: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ConnectionsFailed != 3 || len(res.Errors) != 1 || res.Errors[0] != "3× connect: HTTP 401" {
+		t.Fatalf("failed %d, errors %q", res.ConnectionsFailed, res.Errors)
+	}
+}
+
+func TestIdleAgainstVoxhost(t *testing.T) {
+	url := newVoxhost(t)
+	for _, proto := range []string{loadgen.ProtocolRaw, loadgen.ProtocolTwilio} {
+		t.Run(proto, func(t *testing.T) {
+			res, err := loadgen.Idle(context.Background(), loadgen.Config{URL: url, Protocol: proto,
+				Ramp: 200 * time.Millisecond, IdleHold: 300 * time.Millisecond}, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %+v", proto, res)
+			if res.Conns != 20 || res.Failed != 0 || res.Dropped != 0 || !res.HasServer || res.ActiveHeld != 20 || res.ConnectP50 <= 0 {
+				t.Errorf("%+v", res)
+			}
+		})
+	}
+}
+
+// TestAllocationsPerFrame counts every heap allocation in the process, the
+// generator's and the server's, while raw and Twilio calls run in steady
+// state. voxhost's call loop allocates nothing per frame (its own test says
+// so), so what is left is the generator's. A call the server has closed
+// still allocates 2 s later (its close timer fires), so both protocols run
+// at once, and the window opens more than 2 s in, after the calls of
+// earlier tests are quite gone.
+func TestAllocationsPerFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations over a 4 s run")
+	}
+	url := newVoxhost(t)
+	const callsEach, fps = 10, 50
+	protocols := []string{loadgen.ProtocolRaw, loadgen.ProtocolTwilio}
+	done := make(chan error, len(protocols))
+	for _, proto := range protocols {
+		go func() {
+			// No metrics: reading them allocates, and not per frame.
+			_, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Protocol: proto, MetricsURL: "-",
+				Calls: callsEach, FPS: fps, Duration: 4 * time.Second, Ramp: 20 * time.Millisecond})
+			done <- err
+		}()
+	}
+	time.Sleep(2200 * time.Millisecond)
+	const window = 1500 * time.Millisecond
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	time.Sleep(window)
+	runtime.ReadMemStats(&after)
+	for range protocols {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames := float64(len(protocols)*callsEach*fps) * window.Seconds()
+	perFrame := float64(after.Mallocs-before.Mallocs) / frames
+	t.Logf("%.4f allocations per frame (%d in %.0f frames), generator and server together", perFrame, after.Mallocs-before.Mallocs, frames)
+	// Not exactly zero: the runtime allocates now and then.
+	if perFrame > 0.05 {
+		t.Errorf("%.3f allocations per frame", perFrame)
+	}
+}
