@@ -107,6 +107,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		MaxFrameMs:      cfg.Limits.MaxFrameMs,
 		IdleTimeout:     cfg.Limits.IdleTimeout,
 		DrainTimeout:    cfg.Limits.DrainTimeout,
+		ReadyHighWater:  cfg.Limits.ReadyHighWater,
+		ReadyLowWater:   cfg.Limits.ReadyLowWater,
 		Tokens:          cfg.ResolvedTokens(),
 		Origins:         cfg.Origins,
 		Logger:          logger,

@@ -59,6 +59,13 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// DrainTimeout is how long active calls may finish after SIGTERM.
 	DrainTimeout time.Duration
+	// ReadyHighWater is the number of active calls at which /readyz turns
+	// false, so a load balancer sends new calls elsewhere while these go
+	// on; 0 means MaxCalls.
+	ReadyHighWater int
+	// ReadyLowWater is the number of active calls at or below which
+	// /readyz turns true again; 0 means 90% of the high-water mark.
+	ReadyLowWater int
 }
 
 // Auth holds the bearer tokens that admit a call.
@@ -161,6 +168,10 @@ func (l *Limits) validate() error {
 		return invalid("limits.drain_timeout", "must not be negative, got %v", l.DrainTimeout)
 	case l.MaxFrameMs < 20 || l.MaxFrameMs > 1000:
 		return invalid("limits.max_frame_ms", "must be between 20 and 1000, got %d", l.MaxFrameMs)
+	case l.ReadyHighWater < 0 || l.ReadyHighWater > l.MaxCalls:
+		return invalid("limits.ready_high_water", "must be between 1 and max_calls (%d), got %d", l.MaxCalls, l.ReadyHighWater)
+	case l.ReadyLowWater < 0 || l.ReadyHighWater > 0 && l.ReadyLowWater >= l.ReadyHighWater || l.ReadyLowWater >= l.MaxCalls:
+		return invalid("limits.ready_low_water", "must be below ready_high_water, got %d", l.ReadyLowWater)
 	}
 	return nil
 }

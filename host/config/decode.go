@@ -77,6 +77,8 @@ func configFields(c *Config) map[string]field {
 			"idle_timeout":      duration(&c.Limits.IdleTimeout),
 			"drain_timeout":     duration(&c.Limits.DrainTimeout),
 			"max_frame_ms":      integer(&c.Limits.MaxFrameMs),
+			"ready_high_water":  integer(&c.Limits.ReadyHighWater),
+			"ready_low_water":   integer(&c.Limits.ReadyLowWater),
 		}),
 		"auth": mapping(map[string]field{
 			"tokens":     strs(&c.Auth.Tokens),

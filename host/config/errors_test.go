@@ -25,7 +25,7 @@ func TestErrors(t *testing.T) {
 
 		// Unknown keys.
 		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, plugins_dir)`},
-		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: drain_timeout, idle_timeout, max_calls, max_frame_ms, max_message_bytes)`},
+		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: drain_timeout, idle_timeout, max_calls, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
 		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: config, on_error, plugin)`},
 		{"merge key", "limits: &l {max_calls: 5}\nauth:\n  <<: *l\n", "voxhost.yaml:3:3: ", "auth: merge keys (<<) are not supported"},
@@ -60,6 +60,8 @@ func TestErrors(t *testing.T) {
 		{"zero idle timeout", "limits:\n  idle_timeout: 0s\n", "voxhost.yaml:2:17: ", "limits.idle_timeout: must be positive, got 0s"},
 		{"negative drain", "limits:\n  drain_timeout: -1s\n", "voxhost.yaml:2:18: ", "limits.drain_timeout: must not be negative, got -1s"},
 		{"short frames", "limits:\n  max_frame_ms: 10\n", "voxhost.yaml:2:17: ", "limits.max_frame_ms: must be between 20 and 1000, got 10"},
+		{"high water over max", "limits:\n  max_calls: 10\n  ready_high_water: 11\n", "voxhost.yaml:3:21: ", "limits.ready_high_water: must be between 1 and max_calls (10), got 11"},
+		{"low water over high", "limits:\n  ready_high_water: 10\n  ready_low_water: 10\n", "voxhost.yaml:3:20: ", "limits.ready_low_water: must be below ready_high_water, got 10"},
 		{"empty token", "auth:\n  tokens: [a, '']\n", "voxhost.yaml:2:15: ", "auth.tokens[1]: empty token"},
 		{"bad origin", "origins: [example.com, '[a']\n", "voxhost.yaml:1:24: ", `origins[1]: bad origin pattern "[a"`},
 		{"on_error", "pipelines:\n  main:\n    - plugin: gain\n      on_error: retry\n", "voxhost.yaml:4:17: ", `pipelines.main[0].on_error: unknown on_error policy "retry" (want bypass or end_call)`},

@@ -204,10 +204,11 @@ func (c *call) startPipeline(start *transport.Start) error {
 		meta["params"] = start.Params
 		c.params = start.Params
 	}
+	set := c.s.pipelines.Load()
 	if name == "" {
-		name = c.s.opts.DefaultPipeline
+		name = set.defaultName
 	}
-	def, ok := c.s.opts.Pipelines[name]
+	def, ok := set.byName[name]
 	if !ok {
 		err := fmt.Errorf("unknown pipeline %q", name)
 		c.end(websocket.StatusPolicyViolation, err.Error(), "unknown_pipeline")

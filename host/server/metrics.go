@@ -21,6 +21,7 @@ type metrics struct {
 	malformed     *prometheus.CounterVec
 	pluginEvents  *prometheus.CounterVec
 	instancesLive prometheus.GaugeFunc
+	capacity      prometheus.Gauge
 }
 
 func newMetrics(liveInstances func() float64) *metrics {
@@ -56,10 +57,13 @@ func newMetrics(liveInstances func() float64) *metrics {
 			Name: "voxhost_plugin_events_total", Help: "Events emitted by plugins, by plugin and name.",
 		}, []string{"plugin", "name"}),
 	}
+	m.capacity = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "voxhost_calls_capacity", Help: "Most concurrent calls this server accepts (max_calls).",
+	})
 	m.instancesLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "voxhost_plugin_instances", Help: "Plugin instances alive.",
 	}, liveInstances)
-	m.registry.MustRegister(m.activeCalls, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
+	m.registry.MustRegister(m.activeCalls, m.capacity, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive,
 		// The GC pause histogram lets a load test show the tail has no GC
 		// stalls: go_sched_pauses_total_gc_seconds.

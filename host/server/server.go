@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -41,6 +42,10 @@ type Options struct {
 	IdleTimeout time.Duration
 	// DrainTimeout is how long Drain lets active calls finish.
 	DrainTimeout time.Duration
+	// ReadyHighWater is the active-call count at which /readyz turns
+	// false; 0 means MaxCalls. ReadyLowWater is the count at or below
+	// which it turns true again; 0 means 90% of the high-water mark.
+	ReadyHighWater, ReadyLowWater int
 	// Tokens, when not empty, are the accepted bearer tokens.
 	Tokens []string
 	// Origins are the browser Origin host patterns allowed; non-browser
@@ -68,7 +73,11 @@ type Server struct {
 
 	active   atomic.Int64
 	draining atomic.Bool
-	nextID   atomic.Uint64
+	// full is the readiness hysteresis: set at the high-water mark,
+	// cleared at the low-water mark.
+	full      atomic.Bool
+	pipelines atomic.Pointer[pipelineSet]
+	nextID    atomic.Uint64
 
 	mu    sync.Mutex
 	calls map[*call]struct{}
@@ -82,30 +91,18 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Runtime == nil {
 		return nil, errors.New("server: no plugin runtime")
 	}
-	if len(opts.Pipelines) == 0 {
-		return nil, errors.New("server: no pipelines")
-	}
-	if _, ok := opts.Pipelines[opts.DefaultPipeline]; !ok {
-		return nil, fmt.Errorf("server: default pipeline %q is not defined (have %s)", opts.DefaultPipeline, strings.Join(pipelineNames(opts.Pipelines), ", "))
-	}
 	setDefault(&opts.MaxCalls, DefaultMaxCalls)
 	setDefault(&opts.MaxMessageBytes, DefaultMaxMessageBytes)
 	setDefault(&opts.MaxFrameMs, DefaultMaxFrameMs)
 	setDefault(&opts.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&opts.DrainTimeout, DefaultDrainTimeout)
+	setDefault(&opts.ReadyHighWater, opts.MaxCalls)
+	setDefault(&opts.ReadyLowWater, opts.ReadyHighWater*9/10)
+	if opts.ReadyLowWater >= opts.ReadyHighWater || opts.ReadyHighWater > opts.MaxCalls {
+		return nil, fmt.Errorf("server: readiness marks must satisfy low (%d) < high (%d) <= max calls (%d)", opts.ReadyLowWater, opts.ReadyHighWater, opts.MaxCalls)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
-	}
-	for name, def := range opts.Pipelines {
-		p, err := def.Instantiate(ctx, pipeline.CallConfig{MaxFrameMs: opts.MaxFrameMs})
-		if err != nil {
-			return nil, err
-		}
-		rate := p.OutputRate()
-		_ = p.Close(ctx)
-		if rate != abi.TelephonyRate {
-			return nil, fmt.Errorf("pipeline %s ends at %d Hz, but calls send and receive 8000 Hz μ-law: end it with a resampler to 8000 Hz", name, rate)
-		}
 	}
 	s := &Server{
 		opts:  opts,
@@ -113,7 +110,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		calls: map[*call]struct{}{},
 		idle:  make(chan struct{}),
 	}
+	if err := s.SetPipelines(ctx, opts.Pipelines, opts.DefaultPipeline); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(func() float64 { return float64(opts.Runtime.LiveInstances()) })
+	s.metrics.capacity.Set(float64(opts.MaxCalls))
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))
 	s.mux.HandleFunc("GET /twilio", s.handleCall(transport.Twilio()))
@@ -121,6 +122,46 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.handleReady)
 	return s, nil
+}
+
+// pipelineSet is the named pipelines calls may ask for. It is replaced
+// whole when an operator reloads pipelines; a call keeps the definition it
+// started with, so calls in flight never see a change.
+type pipelineSet struct {
+	byName      map[string]*pipeline.Definition
+	defaultName string
+}
+
+// SetPipelines replaces the pipelines new calls may ask for. Each is
+// instantiated once first, so a plugin that rejects its config or a chain
+// that does not end at 8 kHz is refused here and the previous set stays.
+func (s *Server) SetPipelines(ctx context.Context, defs map[string]*pipeline.Definition, defaultName string) error {
+	if len(defs) == 0 {
+		return errors.New("server: no pipelines")
+	}
+	if _, ok := defs[defaultName]; !ok {
+		return fmt.Errorf("server: default pipeline %q is not defined (have %s)", defaultName, strings.Join(pipelineNames(defs), ", "))
+	}
+	for _, name := range pipelineNames(defs) {
+		p, err := defs[name].Instantiate(ctx, pipeline.CallConfig{MaxFrameMs: s.opts.MaxFrameMs})
+		if err != nil {
+			return err
+		}
+		rate := p.OutputRate()
+		_ = p.Close(ctx)
+		if rate != abi.TelephonyRate {
+			return fmt.Errorf("pipeline %s ends at %d Hz, but calls send and receive 8000 Hz μ-law: end it with a resampler to 8000 Hz", name, rate)
+		}
+	}
+	s.pipelines.Store(&pipelineSet{byName: maps.Clone(defs), defaultName: defaultName})
+	return nil
+}
+
+// Pipelines returns the names of the pipelines new calls may ask for, and
+// the default.
+func (s *Server) Pipelines() (names []string, defaultName string) {
+	set := s.pipelines.Load()
+	return pipelineNames(set.byName), set.defaultName
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -149,11 +190,23 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case s.draining.Load():
 		http.Error(w, "draining", http.StatusServiceUnavailable)
-	case s.active.Load() >= int64(s.opts.MaxCalls):
-		http.Error(w, "at capacity", http.StatusServiceUnavailable)
+	case s.atCapacity():
+		http.Error(w, fmt.Sprintf("at capacity: %d active calls (ready again at %d)", s.active.Load(), s.opts.ReadyLowWater), http.StatusServiceUnavailable)
 	default:
 		fmt.Fprintln(w, "ready")
 	}
+}
+
+// atCapacity applies the readiness hysteresis to the active-call count.
+func (s *Server) atCapacity() bool {
+	active := s.active.Load()
+	switch {
+	case active >= int64(s.opts.ReadyHighWater):
+		s.full.Store(true)
+	case active <= int64(s.opts.ReadyLowWater):
+		s.full.Store(false)
+	}
+	return s.full.Load()
 }
 
 // reject refuses a connection before the upgrade, with a reason for the
@@ -209,8 +262,8 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 		}
 		name := r.URL.Query().Get("pipeline")
 		if name != "" {
-			if _, ok := s.opts.Pipelines[name]; !ok {
-				s.reject(w, http.StatusNotFound, "unknown_pipeline", fmt.Sprintf("unknown pipeline %q (have %s)", name, strings.Join(pipelineNames(s.opts.Pipelines), ", ")))
+			if set := s.pipelines.Load(); set.byName[name] == nil {
+				s.reject(w, http.StatusNotFound, "unknown_pipeline", fmt.Sprintf("unknown pipeline %q (have %s)", name, strings.Join(pipelineNames(set.byName), ", ")))
 				return
 			}
 		}
@@ -266,11 +319,21 @@ func (s *Server) track(c *call, add bool) {
 	}
 }
 
+// DrainResult says how a drain went.
+type DrainResult struct {
+	// Finished counts the calls that ended by themselves during the drain.
+	Finished int
+	// Cut counts the calls still running at the deadline, closed with a
+	// going-away code.
+	Cut int
+}
+
 // Drain stops accepting calls, marks the server not ready, lets active
 // calls finish for up to the drain timeout (or until ctx ends), then ends
 // the rest with a going-away close.
-func (s *Server) Drain(ctx context.Context) {
+func (s *Server) Drain(ctx context.Context) DrainResult {
 	s.draining.Store(true)
+	atStart := int(s.active.Load())
 	deadline := time.NewTimer(s.opts.DrainTimeout)
 	defer deadline.Stop()
 wait:
@@ -304,6 +367,7 @@ wait:
 	for s.active.Load() > 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
+	return DrainResult{Finished: max(atStart-len(remaining), 0), Cut: len(remaining)}
 }
 
 // Serve accepts connections on l until ctx ends, then drains and shuts the
@@ -318,7 +382,8 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("draining", "active_calls", s.ActiveCalls(), "timeout", s.opts.DrainTimeout)
-	s.Drain(context.Background())
+	res := s.Drain(context.Background())
+	s.log.Info("drained", "finished", res.Finished, "cut", res.Cut)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := hs.Shutdown(shutdownCtx)

@@ -662,3 +662,30 @@ func TestLargeMessageWithinTheLimitIsAccepted(t *testing.T) {
 		t.Fatal("audio after a large start message did not come back")
 	}
 }
+
+func TestReadinessHysteresis(t *testing.T) {
+	h := newHost(t, map[string]string{"main": "passthrough"}, func(o *server.Options) {
+		o.MaxCalls, o.ReadyHighWater, o.ReadyLowWater = 10, 3, 1
+	})
+	var calls []*websocket.Conn
+	for i := 0; i < 3; i++ {
+		calls = append(calls, dial(t, h.url+"/ws"))
+	}
+	waitFor(t, func() bool { return h.ActiveCalls() == 3 })
+	if got := get(t, h, "/readyz"); got != http.StatusServiceUnavailable {
+		t.Fatalf("readyz at the high-water mark: %d", got)
+	}
+	// Calls beyond the high-water mark are still accepted, up to max_calls:
+	// readiness steers the load balancer, it does not refuse.
+	extra := dial(t, h.url+"/ws")
+	extra.CloseNow()
+	for i, want := range []int{http.StatusServiceUnavailable, http.StatusOK} {
+		calls[i].Close(websocket.StatusNormalClosure, "")
+		waitFor(t, func() bool { return h.ActiveCalls() == 2-i })
+		if got := get(t, h, "/readyz"); got != want {
+			t.Fatalf("readyz at %d active calls: %d, want %d", 2-i, got, want)
+		}
+	}
+	calls[2].CloseNow()
+	assertMetric(t, h, "voxhost_calls_capacity 10")
+}
