@@ -27,6 +27,8 @@ func TestLoadExample(t *testing.T) {
 			MaxFrameMs:      100,
 			IdleTimeout:     10 * time.Second,
 			DrainTimeout:    30 * time.Second,
+			ReadyHighWater:  900,
+			ReadyLowWater:   800,
 		},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
 		Origins:         []string{"example.com", "*.example.com"},
