@@ -13,8 +13,8 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/hosttest"
 	"github.com/voxhost/voxhost/plugins"
 )
 
@@ -23,22 +23,6 @@ const (
 	frameBytes = 320 // 20 ms
 	win        = 80  // 10 ms analysis windows
 )
-
-// newCatalog loads plugins into a fresh runtime, closed when the test ends.
-func newCatalog(t testing.TB) *catalog.Catalog {
-	t.Helper()
-	ctx := context.Background()
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := catalog.New(rt, "")
-	t.Cleanup(func() {
-		c.Close(ctx)
-		rt.Close(ctx)
-	})
-	return c
-}
 
 // instantiate builds a one-stage pipeline of the built agc.wasm with the
 // config given as key=value pairs; a failing stage ends the call, so a
@@ -50,43 +34,21 @@ func instantiate(c *catalog.Catalog, config string) (*pipeline.Pipeline, error) 
 // instantiateAt is instantiate with input at inputRate Hz; the plugin's log
 // lines go to log.
 func instantiateAt(c *catalog.Catalog, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
-	ctx := context.Background()
-	specs, err := pipeline.ParseSpec("agc.wasm on_error=end_call " + config)
-	if err != nil {
-		return nil, err
-	}
-	def, err := c.Definition(ctx, "test", specs)
-	if err != nil {
-		return nil, err
-	}
-	return def.Instantiate(ctx, pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
+	return hosttest.Instantiate(c, "agc.wasm on_error=end_call "+config,
+		pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
 }
 
 func newPipeline(t testing.TB, c *catalog.Catalog, config string) *pipeline.Pipeline {
-	t.Helper()
-	p, err := instantiate(c, config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	return p
+	return hosttest.Pipeline(t, c, "agc.wasm on_error=end_call "+config, pipeline.CallConfig{})
 }
 
-// process runs pcm through p in frames of frame bytes.
+// process runs pcm through p in frames of frame bytes; agc never changes
+// a frame's length.
 func process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
 	t.Helper()
-	out := make([]byte, 0, len(pcm))
-	src := &pipeline.PCM{}
-	for off := 0; off < len(pcm); off += frame {
-		src.Frame = pcm[off:min(off+frame, len(pcm))]
-		view, err := p.Process(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(view) != len(src.Frame) {
-			t.Fatalf("frame at byte %d: %d bytes out, %d in", off, len(view), len(src.Frame))
-		}
-		out = append(out, view...)
+	out := hosttest.Process(t, p, pcm, frame)
+	if len(out) != len(pcm) {
+		t.Fatalf("%d bytes out, %d in", len(out), len(pcm))
 	}
 	return out
 }
@@ -176,7 +138,7 @@ func activeTimeReached(x []float64, gateDb, ms float64) int {
 }
 
 func TestConvergesToTarget(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	const seconds, block = 8, 2000 // measured in 250 ms windows
 	for _, tc := range []struct {
 		level  float64 // active speech level of the input, dBFS
@@ -250,7 +212,7 @@ func concat(parts ...[]float64) []float64 {
 func amp(dbfs float64) float64 { return math.Round(32767 * math.Pow(10, dbfs/20)) }
 
 func TestGainIsSmooth(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	// -40 dBFS (the gain climbs toward +22 dB), a 14 dB step up (it falls
 	// by 14 dB within the attack time; the output stays under the soft
 	// knee, so output/input is the gain), then back down (it climbs again).
@@ -301,7 +263,7 @@ func TestGainIsSmooth(t *testing.T) {
 }
 
 func TestNeverOverflows(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	// Speech driven 18 dB past full scale: square-ish, pinned at the rails.
 	loud := floats(signal.Speech(rate, 4))
 	for i := range loud {
@@ -352,7 +314,7 @@ func rmsDB(x []float64) float64 {
 }
 
 func TestSilenceIsNotPumped(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	// Noise under the gate alone: the gain never leaves 0 dB.
 	x := noise(5, -60, 7)
 	y := process(t, newPipeline(t, c, ""), pcmOf(x), frameBytes)
@@ -378,7 +340,7 @@ func TestSilenceIsNotPumped(t *testing.T) {
 }
 
 func TestFramingDoesNotMatter(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	x, _ := speechAt(-30, 3)
 	pcm := pcmOf(concat(x, noise(1, -60, 3), square(4000, amp(-10))))
 	want := process(t, newPipeline(t, c, ""), pcm, frameBytes)
@@ -402,7 +364,7 @@ func TestFramingDoesNotMatter(t *testing.T) {
 }
 
 func TestRejectsBadConfig(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, cfg := range []string{
 		"target_dbfs=0", "target_dbfs=loud", "max_gain_db=-1", "max_gain_db=41",
 		"min_gain_db=3", "attack_ms=0", "release_ms=0", "gate_dbfs=-5", "window_ms=2.5", "window_ms=5000",
@@ -443,7 +405,7 @@ func BenchmarkProcess(b *testing.B) {
 		pcm  []byte
 	}{{"speech", signal.Speech(rate, 0.02)}, {"noise-60dBFS", signal.Noise(rate, 0.02, 0.001, 1)}} {
 		b.Run(in.name, func(b *testing.B) {
-			benchFrames(b, newPipeline(b, newCatalog(b), ""), in.pcm)
+			benchFrames(b, newPipeline(b, hosttest.Catalog(b), ""), in.pcm)
 		})
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/hosttest"
 	"github.com/voxhost/voxhost/plugins"
 )
 
@@ -22,22 +22,6 @@ const (
 	rate       = 8000
 	frameBytes = 320 // 20 ms
 )
-
-// newCatalog loads plugins into a fresh runtime, closed when the test ends.
-func newCatalog(t testing.TB) *catalog.Catalog {
-	t.Helper()
-	ctx := context.Background()
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := catalog.New(rt, "")
-	t.Cleanup(func() {
-		c.Close(ctx)
-		rt.Close(ctx)
-	})
-	return c
-}
 
 // instantiate builds a one-stage pipeline of the built gate.wasm with the
 // config given as key=value pairs; a failing stage ends the call, so a
@@ -49,43 +33,21 @@ func instantiate(c *catalog.Catalog, config string) (*pipeline.Pipeline, error) 
 // instantiateAt is instantiate with input at inputRate Hz; the plugin's log
 // lines go to log.
 func instantiateAt(c *catalog.Catalog, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
-	ctx := context.Background()
-	specs, err := pipeline.ParseSpec("gate.wasm on_error=end_call " + config)
-	if err != nil {
-		return nil, err
-	}
-	def, err := c.Definition(ctx, "test", specs)
-	if err != nil {
-		return nil, err
-	}
-	return def.Instantiate(ctx, pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
+	return hosttest.Instantiate(c, "gate.wasm on_error=end_call "+config,
+		pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
 }
 
 func newPipeline(t testing.TB, c *catalog.Catalog, config string) *pipeline.Pipeline {
-	t.Helper()
-	p, err := instantiate(c, config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	return p
+	return hosttest.Pipeline(t, c, "gate.wasm on_error=end_call "+config, pipeline.CallConfig{})
 }
 
-// process runs pcm through p in frames of frame bytes.
+// process runs pcm through p in frames of frame bytes; gate never changes
+// a frame's length.
 func process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
 	t.Helper()
-	out := make([]byte, 0, len(pcm))
-	src := &pipeline.PCM{}
-	for off := 0; off < len(pcm); off += frame {
-		src.Frame = pcm[off:min(off+frame, len(pcm))]
-		view, err := p.Process(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(view) != len(src.Frame) {
-			t.Fatalf("frame at byte %d: %d bytes out, %d in", off, len(view), len(src.Frame))
-		}
-		out = append(out, view...)
+	out := hosttest.Process(t, p, pcm, frame)
+	if len(out) != len(pcm) {
+		t.Fatalf("%d bytes out, %d in", len(out), len(pcm))
 	}
 	return out
 }
@@ -154,7 +116,7 @@ func noise(seconds, dbfs float64, seed uint64) []float64 {
 }
 
 func TestNoiseIsAttenuatedByTheFloor(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	// A -20 dBFS tone over -60 dBFS noise for 300 ms opens the gate; then
 	// the noise alone, which the gate attenuates by floor_db once hold and
 	// release are over (100 + 150 ms, and the detector's fall: 5 ms * ln(
@@ -182,7 +144,7 @@ func TestNoiseIsAttenuatedByTheFloor(t *testing.T) {
 }
 
 func TestBurstOpensHoldsAndFades(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	const (
 		start, end = 4000, 6400 // a 300 ms burst at 0.5 s
 		attack     = 16         // 2 ms
@@ -255,7 +217,7 @@ func firstAtOne(gain []float64, from int) int {
 }
 
 func TestHoldBridgesShortGaps(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	// Bursts 60 ms apart, less than hold_ms: the gate never closes between
 	// them, and they come out unchanged.
 	x := noise(1.5, -60, 2)
@@ -274,7 +236,7 @@ func TestHoldBridgesShortGaps(t *testing.T) {
 }
 
 func TestFramingDoesNotMatter(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	x := noise(3, -50, 4)
 	addTone(x, 4000, 8000, -25)
 	addTone(x, 12000, 12400, -35)
@@ -300,7 +262,7 @@ func TestFramingDoesNotMatter(t *testing.T) {
 }
 
 func TestRejectsBadConfig(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, cfg := range []string{
 		"threshold_dbfs=3", "threshold_dbfs=low", "attack_ms=-1", "hold_ms=20000",
 		"release_ms=-5", "floor_db=6", "floor_db=-100", "hysteresis_db=30",
@@ -341,7 +303,7 @@ func BenchmarkProcess(b *testing.B) {
 		pcm  []byte
 	}{{"speech", signal.Speech(rate, 0.02)}, {"noise-60dBFS", signal.Noise(rate, 0.02, 0.001, 1)}} {
 		b.Run(in.name, func(b *testing.B) {
-			benchFrames(b, newPipeline(b, newCatalog(b), ""), in.pcm)
+			benchFrames(b, newPipeline(b, hosttest.Catalog(b), ""), in.pcm)
 		})
 	}
 }

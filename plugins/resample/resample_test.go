@@ -4,62 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"math/cmplx"
 	"strconv"
 	"testing"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
 // delay is the documented group delay of one resampler, in samples at the
 // lower of its two rates.
 const delay = 28
-
-func newCatalog(t testing.TB) *catalog.Catalog {
-	t.Helper()
-	ctx := context.Background()
-	// The bad-config tests make the plugin log errors; keep them out of the output.
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := catalog.New(rt, "")
-	t.Cleanup(func() {
-		c.Close(ctx)
-		rt.Close(ctx)
-	})
-	return c
-}
-
-func instantiate(c *catalog.Catalog, spec string, cfg pipeline.CallConfig) (*pipeline.Pipeline, error) {
-	specs, err := pipeline.ParseSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	def, err := c.Definition(context.Background(), "test", specs)
-	if err != nil {
-		return nil, err
-	}
-	return def.Instantiate(context.Background(), cfg)
-}
-
-func mustInstantiate(t testing.TB, c *catalog.Catalog, spec string, cfg pipeline.CallConfig) *pipeline.Pipeline {
-	t.Helper()
-	p, err := instantiate(c, spec, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	return p
-}
 
 // process pushes pcm through p in frames of frame samples (the last one may
 // be shorter) and returns the output of each frame; with flush, the tail the
@@ -130,13 +89,13 @@ func snr(in, out []float64, d, skip int) float64 {
 // twice the documented group delay; a 1 kHz sine comes back with an SNR of
 // at least 40 dB once it is compensated.
 func TestRoundTrip(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, mid := range []int{16000, 24000, 32000, 48000} {
 		spec := fmt.Sprintf("resample to=%d | resample to=8000", mid)
 		// The delay, from band-limited noise (a sine's correlation repeats
 		// every period).
 		noise := signal.Noise(8000, 1, 0.1, 1)
-		p := mustInstantiate(t, c, spec, pipeline.CallConfig{})
+		p := hosttest.Pipeline(t, c, spec, pipeline.CallConfig{})
 		out := join(process(t, p, noise, 160, true))
 		if len(out) != len(noise)+2*2*delay {
 			t.Fatalf("%s: %d bytes out for %d in, want the input plus the flushed tail of 2x%d samples", spec, len(out), len(noise), delay)
@@ -147,7 +106,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		// The sine.
 		sine := signal.Tone(8000, 1000, 0.5, 1)
-		p = mustInstantiate(t, c, spec, pipeline.CallConfig{})
+		p = hosttest.Pipeline(t, c, spec, pipeline.CallConfig{})
 		in, got := floats(sine), floats(join(process(t, p, sine, 160, true)))
 		ratio := snr(in, got, d, 200)
 		t.Logf("8000 -> %d -> 8000 Hz: delay %d samples (%.1f ms), 1 kHz sine SNR %.1f dB", mid, d, float64(d)/8, ratio)
@@ -159,7 +118,7 @@ func TestRoundTrip(t *testing.T) {
 
 // TestOutputCount: every frame comes out exactly ratio times as long.
 func TestOutputCount(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, tc := range []struct {
 		spec   string
 		in     int
@@ -176,7 +135,7 @@ func TestOutputCount(t *testing.T) {
 		{"resample to=16000", 48000, 960, 1.0 / 3},
 		{"resample to=8000", 8000, 160, 1},
 	} {
-		p := mustInstantiate(t, c, tc.spec, pipeline.CallConfig{InputRate: tc.in})
+		p := hosttest.Pipeline(t, c, tc.spec, pipeline.CallConfig{InputRate: tc.in})
 		pcm := signal.Speech(tc.in, 0.2)
 		for i, out := range process(t, p, pcm, tc.frame, false) {
 			if want := int(math.Round(float64(2*tc.frame) * tc.factor)); len(out) != want {
@@ -190,7 +149,7 @@ func TestOutputCount(t *testing.T) {
 // the whole signal handed over as one frame, and of ragged frames, sample
 // for sample: the filter history carries over frame edges exactly.
 func TestFramingDoesNotMatter(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, tc := range []struct {
 		spec    string
 		in      int
@@ -205,12 +164,12 @@ func TestFramingDoesNotMatter(t *testing.T) {
 		// A 440 Hz sine plus a little noise.
 		pcm := signal.Mix(signal.Tone(tc.in, 440, 0.5, tc.seconds), signal.Noise(tc.in, tc.seconds, 0.05, 2))
 		cfg := pipeline.CallConfig{InputRate: tc.in, MaxFrameMs: int(tc.seconds*1000) + 10}
-		whole := join(process(t, mustInstantiate(t, c, tc.spec, cfg), pcm, len(pcm)/2, false))
+		whole := join(process(t, hosttest.Pipeline(t, c, tc.spec, cfg), pcm, len(pcm)/2, false))
 		if len(whole) == 0 {
 			t.Fatalf("%s: no output", tc.spec)
 		}
 		for _, frame := range append([]int{tc.in / 50}, tc.frames...) {
-			got := join(process(t, mustInstantiate(t, c, tc.spec, cfg), pcm, frame, false))
+			got := join(process(t, hosttest.Pipeline(t, c, tc.spec, cfg), pcm, frame, false))
 			if string(got) != string(whole) {
 				t.Fatalf("%s from %d Hz: frames of %d samples differ from one frame of %d", tc.spec, tc.in, frame, len(pcm)/2)
 			}
@@ -221,8 +180,8 @@ func TestFramingDoesNotMatter(t *testing.T) {
 // TestNoJumpAtFrameEdges: a sine upsampled frame by frame has no larger
 // sample-to-sample step at frame edges than anywhere else.
 func TestNoJumpAtFrameEdges(t *testing.T) {
-	c := newCatalog(t)
-	p := mustInstantiate(t, c, "resample to=16000", pipeline.CallConfig{})
+	c := hosttest.Catalog(t)
+	p := hosttest.Pipeline(t, c, "resample to=16000", pipeline.CallConfig{})
 	out := signal.Samples(join(process(t, p, signal.Tone(8000, 1000, 0.9, 1), 160, false)))
 	// A 1 kHz sine of amplitude 0.9 at 16 kHz moves at most
 	// 0.9*32767*2*sin(pi*1000/16000) per sample.
@@ -316,14 +275,14 @@ func sweep(rate int, f0, f1, amp, seconds float64) []byte {
 // TestNoImagesAbove4kHz: upsampled white noise and a 100-3900 Hz sweep carry
 // no energy above 4 kHz beyond -40 dB relative to the energy below it.
 func TestNoImagesAbove4kHz(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	inputs := map[string][]byte{
 		"white noise": signal.Noise(8000, 4, 0.2, 3),
 		"sweep":       sweep(8000, 100, 3900, 0.5, 4),
 	}
 	for _, to := range []int{16000, 24000, 48000} {
 		for _, name := range []string{"white noise", "sweep"} {
-			p := mustInstantiate(t, c, "resample to="+strconv.Itoa(to), pipeline.CallConfig{})
+			p := hosttest.Pipeline(t, c, "resample to="+strconv.Itoa(to), pipeline.CallConfig{})
 			out := join(process(t, p, inputs[name], 160, false))
 			power := spectrum(out)
 			above := bandDB(power, to, 4000)
@@ -340,10 +299,10 @@ func TestNoImagesAbove4kHz(t *testing.T) {
 // TestDownsamplingRejectsAliases: tones above 4 kHz at 16 or 48 kHz do not
 // fold back into the 8 kHz output; a tone in the pass band keeps its level.
 func TestDownsamplingRejectsAliases(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, in := range []int{16000, 48000} {
 		for _, f := range []float64{1000, 4100, 5000, 6000, 7000} {
-			p := mustInstantiate(t, c, "resample to=8000", pipeline.CallConfig{InputRate: in})
+			p := hosttest.Pipeline(t, c, "resample to=8000", pipeline.CallConfig{InputRate: in})
 			tone := signal.Tone(in, f, 0.5, 1)
 			out := join(process(t, p, tone, in/50, false))
 			gain := 20 * math.Log10(signal.RMS(out[2*2*delay:])/signal.RMS(tone))
@@ -360,13 +319,13 @@ func TestDownsamplingRejectsAliases(t *testing.T) {
 
 // TestConstantStaysConstant: each polyphase branch has unit gain exactly.
 func TestConstantStaysConstant(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	dc := make([]byte, 2*8000)
 	for i := 0; i < len(dc); i += 2 {
 		dc[i], dc[i+1] = 0xe8, 0x03 // 1000
 	}
 	for _, to := range []int{16000, 24000, 48000} {
-		p := mustInstantiate(t, c, "resample to="+strconv.Itoa(to), pipeline.CallConfig{})
+		p := hosttest.Pipeline(t, c, "resample to="+strconv.Itoa(to), pipeline.CallConfig{})
 		out := signal.Samples(join(process(t, p, dc, 160, false)))
 		settled := to / 8000 * 2 * delay
 		for i := settled; i < len(out); i++ {
@@ -380,22 +339,22 @@ func TestConstantStaysConstant(t *testing.T) {
 // TestClearDropsHistory: after a barge-in clear the resampler behaves as a
 // fresh one.
 func TestClearDropsHistory(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	a, b := signal.Speech(8000, 0.5), signal.Tone(8000, 700, 0.3, 0.5)
-	p := mustInstantiate(t, c, "resample to=16000", pipeline.CallConfig{})
+	p := hosttest.Pipeline(t, c, "resample to=16000", pipeline.CallConfig{})
 	process(t, p, a, 160, false)
 	if err := p.Event(abi.EventClear, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := join(process(t, p, b, 160, false))
-	want := join(process(t, mustInstantiate(t, c, "resample to=16000", pipeline.CallConfig{}), b, 160, false))
+	want := join(process(t, hosttest.Pipeline(t, c, "resample to=16000", pipeline.CallConfig{}), b, 160, false))
 	if string(got) != string(want) {
 		t.Fatal("after clear, the output differs from a fresh resampler's")
 	}
 }
 
 func TestBadConfigAndRates(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, tc := range []struct {
 		spec   string
 		in     int
@@ -411,7 +370,7 @@ func TestBadConfigAndRates(t *testing.T) {
 		{"resample to=8000", 44100, abi.StatusBadRate}, // /5.5125
 		{"resample to=96000", 8000, abi.StatusBadRate}, // x12
 	} {
-		p, err := instantiate(c, tc.spec, pipeline.CallConfig{InputRate: tc.in})
+		p, err := hosttest.Instantiate(c, tc.spec, pipeline.CallConfig{InputRate: tc.in})
 		if err == nil {
 			p.Close(context.Background())
 		}
@@ -423,8 +382,8 @@ func TestBadConfigAndRates(t *testing.T) {
 }
 
 func benchmark(b *testing.B, spec string) {
-	c := newCatalog(b)
-	p := mustInstantiate(b, c, spec, pipeline.CallConfig{})
+	c := hosttest.Catalog(b)
+	p := hosttest.Pipeline(b, c, spec, pipeline.CallConfig{})
 	src := &pipeline.PCM{Frame: signal.Speech(8000, 0.02)}
 	b.ResetTimer()
 	for range b.N {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/hosttest"
 	"github.com/voxhost/voxhost/plugins"
 )
 
@@ -23,22 +23,6 @@ const (
 	frameBytes = 320 // 20 ms
 )
 
-// newCatalog loads plugins into a fresh runtime, closed when the test ends.
-func newCatalog(t testing.TB) *catalog.Catalog {
-	t.Helper()
-	ctx := context.Background()
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := catalog.New(rt, "")
-	t.Cleanup(func() {
-		c.Close(ctx)
-		rt.Close(ctx)
-	})
-	return c
-}
-
 // instantiate builds a one-stage pipeline of the built tone.wasm with the
 // config given as key=value pairs; a failing stage ends the call, so a
 // fault fails the test instead of being bypassed.
@@ -46,46 +30,24 @@ func instantiate(c *catalog.Catalog, config string) (*pipeline.Pipeline, error) 
 	return instantiateAt(c, config, rate, io.Discard)
 }
 
-// instantiateAt is instantiate with input at inputRate Hz.
-// The plugin's log lines go to log.
+// instantiateAt is instantiate with input at inputRate Hz; the plugin's log
+// lines go to log.
 func instantiateAt(c *catalog.Catalog, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
-	ctx := context.Background()
-	specs, err := pipeline.ParseSpec("tone.wasm on_error=end_call " + config)
-	if err != nil {
-		return nil, err
-	}
-	def, err := c.Definition(ctx, "test", specs)
-	if err != nil {
-		return nil, err
-	}
-	return def.Instantiate(ctx, pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
+	return hosttest.Instantiate(c, "tone.wasm on_error=end_call "+config,
+		pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
 }
 
 func newPipeline(t testing.TB, c *catalog.Catalog, config string) *pipeline.Pipeline {
-	t.Helper()
-	p, err := instantiate(c, config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	return p
+	return hosttest.Pipeline(t, c, "tone.wasm on_error=end_call "+config, pipeline.CallConfig{})
 }
 
-// process runs pcm through p in frames of frame bytes.
+// process runs pcm through p in frames of frame bytes; tone never changes
+// a frame's length.
 func process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
 	t.Helper()
-	out := make([]byte, 0, len(pcm))
-	src := &pipeline.PCM{}
-	for off := 0; off < len(pcm); off += frame {
-		src.Frame = pcm[off:min(off+frame, len(pcm))]
-		view, err := p.Process(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(view) != len(src.Frame) {
-			t.Fatalf("frame at byte %d: %d bytes out, %d in", off, len(view), len(src.Frame))
-		}
-		out = append(out, view...)
+	out := hosttest.Process(t, p, pcm, frame)
+	if len(out) != len(pcm) {
+		t.Fatalf("%d bytes out, %d in", len(out), len(pcm))
 	}
 	return out
 }
@@ -156,7 +118,7 @@ func maxStep(x []float64) float64 {
 }
 
 func TestToneInReplaceMode(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, hz := range []float64{1000, 440, 3000, 123.4} {
 		p := newPipeline(t, c, fmt.Sprintf("hz=%g level_dbfs=-20 mode=replace", hz))
 		in := floats(signal.Speech(rate, 5)) // replaced: the input does not matter
@@ -199,7 +161,7 @@ func TestToneInReplaceMode(t *testing.T) {
 }
 
 func TestMixAddsToTheInput(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	// Speech at its full level (peaks near full scale) plus a -10 dBFS tone:
 	// the sum saturates in places, and must never wrap.
 	in := floats(signal.Speech(rate, 3))
@@ -222,7 +184,7 @@ func TestMixAddsToTheInput(t *testing.T) {
 }
 
 func TestBeepTiming(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, cfg := range []struct {
 		on, off float64
 		mode    string
@@ -293,7 +255,7 @@ func abs(x int) int {
 }
 
 func TestNoiseIsDeterministic(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	silence := make([]byte, 2*8000*5)
 	run := func(cfg string) []float64 {
 		return floats(process(t, newPipeline(t, c, "kind=noise mode=replace "+cfg), silence, frameBytes))
@@ -336,7 +298,7 @@ func TestNoiseIsDeterministic(t *testing.T) {
 }
 
 func TestFramingDoesNotMatter(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	pcm := signal.Speech(rate, 3)
 	for _, cfg := range []string{"hz=697", "kind=beep on_ms=120 off_ms=130", "kind=noise seed=9"} {
 		want := process(t, newPipeline(t, c, cfg), pcm, frameBytes)
@@ -361,7 +323,7 @@ func TestFramingDoesNotMatter(t *testing.T) {
 }
 
 func TestRejectsBadConfig(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, cfg := range []string{
 		"kind=chirp", "kind=1", "mode=add", "hz=0", "hz=4000", "hz=-5", "level_dbfs=1", "level_dbfs=x",
 		"on_ms=0", "off_ms=-1", "ramp_ms=200", "seed=-1", "seed=1.5", "seed=5000000000",
@@ -390,7 +352,7 @@ func TestRejectsBadConfig(t *testing.T) {
 }
 
 func TestOtherRates(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	// 5 kHz is over half of 8 kHz, and fine at 16 kHz.
 	if p, err := instantiateAt(c, "hz=5000", 8000, io.Discard); err == nil {
 		p.Close(context.Background())
@@ -432,7 +394,7 @@ func BenchmarkProcess(b *testing.B) {
 	frame := signal.Speech(rate, 0.02)
 	for _, cfg := range []string{"kind=tone", "kind=tone mode=replace", "kind=beep", "kind=noise"} {
 		b.Run(cfg, func(b *testing.B) {
-			benchFrames(b, newPipeline(b, newCatalog(b), cfg), frame)
+			benchFrames(b, newPipeline(b, hosttest.Catalog(b), cfg), frame)
 		})
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
 const (
@@ -113,41 +112,12 @@ func (r *recorder) Emit(_, name string, data []byte) {
 	r.events = append(r.events, event{name, *d.TMs})
 }
 
-func newCatalog(t testing.TB) *catalog.Catalog {
-	t.Helper()
-	ctx := context.Background()
-	// The bad-config tests make the plugin log errors; keep them out of the output.
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := catalog.New(rt, "")
-	t.Cleanup(func() {
-		c.Close(ctx)
-		rt.Close(ctx)
-	})
-	return c
-}
-
-func instantiate(c *catalog.Catalog, spec string, cfg pipeline.CallConfig) (*pipeline.Pipeline, error) {
-	specs, err := pipeline.ParseSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	def, err := c.Definition(context.Background(), "test", specs)
-	if err != nil {
-		return nil, err
-	}
-	return def.Instantiate(context.Background(), cfg)
-}
-
 // detect runs pcm through spec in frames of frame bytes, flushes, and
 // returns the output and the events.
 func detect(t *testing.T, c *catalog.Catalog, spec string, pcm []byte, frame int) ([]byte, []event) {
 	t.Helper()
 	rec := &recorder{t: t}
-	p, err := instantiate(c, spec, pipeline.CallConfig{Sink: rec})
+	p, err := hosttest.Instantiate(c, spec, pipeline.CallConfig{Sink: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +190,7 @@ func formatErrs(errs []float64) string {
 // (margin), over several noise seeds.
 func TestBoundariesInWhiteNoise(t *testing.T) {
 	f := loadFixture(t)
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, snr := range []float64{20, 15} {
 		for seed := uint64(1); seed <= 5; seed++ {
 			_, events := detect(t, c, "vad", withNoise(f, snr, seed), frameBytes)
@@ -232,7 +202,7 @@ func TestBoundariesInWhiteNoise(t *testing.T) {
 
 func TestBoundariesClean(t *testing.T) {
 	f := loadFixture(t)
-	_, events := detect(t, newCatalog(t), "vad", f.pcm, frameBytes)
+	_, events := detect(t, hosttest.Catalog(t), "vad", f.pcm, frameBytes)
 	t.Logf("boundary errors (ms): %s", formatErrs(checkBoundaries(t, f, events, 0)))
 }
 
@@ -240,7 +210,7 @@ func TestBoundariesClean(t *testing.T) {
 // phrases at 20 dB SNR with the right boundaries.
 func TestSensitivityRange(t *testing.T) {
 	f := loadFixture(t)
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	pcm := withNoise(f, 20, 7)
 	for _, s := range []string{"0", "0.25", "0.75", "1"} {
 		_, events := detect(t, c, "vad sensitivity="+s, pcm, frameBytes)
@@ -249,7 +219,7 @@ func TestSensitivityRange(t *testing.T) {
 }
 
 func TestNoEventsOnNoise(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, dbfs := range []float64{-40, -25} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			for _, sens := range []string{"0.5", "1"} {
@@ -266,7 +236,7 @@ func TestNoEventsOnNoise(t *testing.T) {
 // TestNoiseStep: noise that gets 20 dB louder for good reads as speech at
 // most for the ~3 s the minimum-statistics guard needs to catch up.
 func TestNoiseStep(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	pcm := signal.Concat(signal.Noise(rate, 3, 0.003, 1), signal.Noise(rate, 15, 0.03, 2))
 	_, events := detect(t, c, "vad", pcm, frameBytes)
 	if len(events) > 2 {
@@ -280,7 +250,7 @@ func TestNoiseStep(t *testing.T) {
 
 func TestAudioPassesThroughBitIdentical(t *testing.T) {
 	f := loadFixture(t)
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	pcm := withNoise(f, 20, 3)
 	for _, frame := range []int{frameBytes, 16, 1600} {
 		out, _ := detect(t, c, "vad", pcm, frame)
@@ -294,7 +264,7 @@ func TestAudioPassesThroughBitIdentical(t *testing.T) {
 // on how the host cuts them into frames.
 func TestFrameSizeDoesNotMatter(t *testing.T) {
 	f := loadFixture(t)
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	pcm := withNoise(f, 20, 4)
 	_, want := detect(t, c, "vad", pcm, frameBytes)
 	for _, frame := range []int{16, 48, 1600} {
@@ -308,7 +278,7 @@ func TestFlushEndsOngoingSpeech(t *testing.T) {
 	f := loadFixture(t)
 	p := f.Phrases[1]
 	cut := (p.StartSample + p.EndSample) / 2 / 80 * 80 // mid-phrase, on a 10 ms block
-	_, events := detect(t, newCatalog(t), "vad", withNoise(f, 20, 5)[:2*cut], frameBytes)
+	_, events := detect(t, hosttest.Catalog(t), "vad", withNoise(f, 20, 5)[:2*cut], frameBytes)
 	if len(events) != 4 || events[3].Name != "speech_end" {
 		t.Fatalf("events %v, want the second phrase's speech_end from the flush", events)
 	}
@@ -319,7 +289,7 @@ func TestFlushEndsOngoingSpeech(t *testing.T) {
 
 func TestMinSpeechAndHangover(t *testing.T) {
 	f := loadFixture(t)
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	pcm := withNoise(f, 20, 6)
 	// A hangover longer than the 800 ms pause merges the two phrases.
 	_, events := detect(t, c, "vad min_silence_ms=1000", pcm, frameBytes)
@@ -344,18 +314,18 @@ func TestMinSpeechAndHangover(t *testing.T) {
 // boundaries move by the resampler's 3.5 ms delay only.
 func TestAt16kHz(t *testing.T) {
 	f := loadFixture(t)
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	_, events := detect(t, c, "resample to=16000 | vad | resample to=8000", withNoise(f, 20, 1), frameBytes)
 	t.Logf("16 kHz: boundary errors (ms): %s", formatErrs(checkBoundaries(t, f, events, 3.5)))
 }
 
 func TestBadConfig(t *testing.T) {
-	c := newCatalog(t)
+	c := hosttest.Catalog(t)
 	for _, spec := range []string{
 		"vad sensitivity=1.5", "vad sensitivity=-0.1", "vad sensitivity=high",
 		"vad min_speech_ms=-10", "vad min_speech_ms=true", "vad min_silence_ms=20000", "vad min_silence_ms=soon",
 	} {
-		p, err := instantiate(c, spec, pipeline.CallConfig{})
+		p, err := hosttest.Instantiate(c, spec, pipeline.CallConfig{})
 		var perr *plugin.Error
 		if err == nil {
 			p.Close(context.Background())
@@ -365,7 +335,7 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 	for _, spec := range []string{"vad", "vad sensitivity=0 min_speech_ms=0 min_silence_ms=0", "vad sensitivity=1 min_speech_ms=10000 min_silence_ms=10000"} {
-		p, err := instantiate(c, spec, pipeline.CallConfig{})
+		p, err := hosttest.Instantiate(c, spec, pipeline.CallConfig{})
 		if err != nil {
 			t.Fatalf("%s: %v", spec, err)
 		}
@@ -374,8 +344,8 @@ func TestBadConfig(t *testing.T) {
 }
 
 func TestUnsupportedRate(t *testing.T) {
-	c := newCatalog(t)
-	_, err := instantiate(c, "vad", pipeline.CallConfig{InputRate: 8050})
+	c := hosttest.Catalog(t)
+	_, err := hosttest.Instantiate(c, "vad", pipeline.CallConfig{InputRate: 8050})
 	var perr *plugin.Error
 	if !errors.As(err, &perr) || perr.Status != abi.StatusBadRate {
 		t.Fatalf("8050 Hz: err = %v, want vox_rate status -3", err)
@@ -383,8 +353,8 @@ func TestUnsupportedRate(t *testing.T) {
 }
 
 func BenchmarkVAD(b *testing.B) {
-	c := newCatalog(b)
-	p, err := instantiate(c, "vad", pipeline.CallConfig{})
+	c := hosttest.Catalog(b)
+	p, err := hosttest.Instantiate(c, "vad", pipeline.CallConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}
