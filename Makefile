@@ -14,7 +14,7 @@ WASM := $(WAT_SOURCES:.wat=.wasm) $(C_SOURCES:.c=.wasm)
 SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile))
 ALL_WASM := $(WASM) $(foreach d,$(SUBMAKE_PLUGINS),$(d)/$(notdir $(d)).wasm)
 
-.PHONY: all build run bench test toolchains plugins examples check-plugins vet fmt-check gotest clean
+.PHONY: all build run bench test fuzz toolchains plugins examples check-plugins vet fmt-check gotest clean
 
 all: build
 
@@ -81,7 +81,18 @@ fmt-check:
 gotest: examples
 	VOXHOST_EXAMPLES_REQUIRED=1 $(GO) test -race -count=1 ./...
 
-test: check-plugins fmt-check vet gotest
+## fuzz: each fuzz target for a short time (FUZZTIME), on top of its
+## committed corpus, which plain go test already replays.
+FUZZTIME ?= 5s
+FUZZ_TARGETS := FuzzInspect:./host/plugin FuzzParseSpec:./host/pipeline \
+	FuzzTwilioDecode:./host/transport FuzzParse:./host/config
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t##*:} || exit 1; \
+	done
+
+test: check-plugins fmt-check vet gotest fuzz
 
 clean:
 	rm -rf bin
