@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -388,9 +387,7 @@ func checkFlagValue(f cli.Flag, v string) error {
 
 // parsedServe runs args through urfave/cli itself, with serve's action
 // replaced by one that records what serve would have read; it confirms
-// walkArgs's model of the command line. The app's flags are copied first:
-// runtimeFlags are shared by every newApp(), and parsing stores environment
-// values into them.
+// walkArgs's model of the command line.
 type parsedServe struct {
 	config, cacheDir, pluginsDir string
 	cacheDirSet                  bool
@@ -403,7 +400,6 @@ func parseServe(t *testing.T, args []string) parsedServe {
 	a := newApp()
 	a.Writer, a.ErrWriter = io.Discard, io.Discard
 	a.Before = nil // it would replace slog's default logger
-	a.Flags = cloneFlags(a.Flags)
 	var got parsedServe
 	ran := false
 	for _, c := range a.Commands {
@@ -422,17 +418,6 @@ func parseServe(t *testing.T, args []string) parsedServe {
 		t.Fatalf("voxhost %s: the CLI does not run serve: %v", strings.Join(args, " "), err)
 	}
 	return got
-}
-
-func cloneFlags(flags []cli.Flag) []cli.Flag {
-	out := make([]cli.Flag, len(flags))
-	for i, f := range flags {
-		v := reflect.ValueOf(f).Elem()
-		c := reflect.New(v.Type())
-		c.Elem().Set(v)
-		out[i] = c.Interface().(cli.Flag)
-	}
-	return out
 }
 
 // --- metrics -------------------------------------------------------------------

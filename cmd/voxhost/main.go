@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -37,26 +38,65 @@ func main() {
 	}
 }
 
-var runtimeFlags = []cli.Flag{
-	&cli.StringFlag{Name: "cache-dir", Usage: "compiled-plugin cache (\"-\" disables it)", Value: plugin.DefaultCacheDir(), EnvVars: []string{"VOXHOST_CACHE_DIR"}},
-	&cli.UintFlag{Name: "memory-limit-pages", Usage: "most 64 KiB pages of memory per plugin instance", Value: plugin.DefaultMemoryLimitPages},
-	&cli.StringFlag{Name: "plugins-dir", Usage: "directory searched for NAME.wasm before the stock plugins", EnvVars: []string{"VOXHOST_PLUGINS_DIR"}},
-	&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
+// runtimeFlags are made anew for every app: urfave/cli writes parsed values
+// into the flag structs, which must not leak from one run (or test) to the
+// next.
+func runtimeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cache-dir", Usage: "compiled-plugin cache (\"-\" disables it)", Value: plugin.DefaultCacheDir(), EnvVars: []string{"VOXHOST_CACHE_DIR"}},
+		&cli.UintFlag{Name: "memory-limit-pages", Usage: "most 64 KiB pages of memory per plugin instance", Value: plugin.DefaultMemoryLimitPages},
+		&cli.StringFlag{Name: "plugins-dir", Usage: "directory searched for NAME.wasm before the stock plugins", EnvVars: []string{"VOXHOST_PLUGINS_DIR"}},
+		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default: the config's log_level, else info)", Value: "info"},
+		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text", EnvVars: []string{"VOXHOST_LOG_FORMAT"}},
+	}
+}
+
+// setLogger makes the process's default logger.
+func setLogger(level, format string) error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
+	case "json":
+		slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", format)
+	}
+	return nil
+}
+
+// version names the build: the module version and VCS revision the Go
+// toolchain stamped into the binary.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+		if s.Key == "vcs.modified" && s.Value == "true" {
+			v += "+dirty"
+		}
+	}
+	return v + " " + info.GoVersion
 }
 
 func newApp() *cli.App {
 	return &cli.App{
 		Name:                 "voxhost",
 		Usage:                "a WebAssembly-plugin voice host",
-		Flags:                runtimeFlags,
+		Version:              version(),
+		Flags:                runtimeFlags(),
 		EnableBashCompletion: true,
 		Before: func(c *cli.Context) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
-			return nil
+			return setLogger(c.String("log-level"), c.String("log-format"))
 		},
 		Commands: []*cli.Command{serveCommand(), runCommand(), pluginCommand(), benchCommand(), loadgenCommand(), generateCommand()},
 	}

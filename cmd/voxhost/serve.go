@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,38 +21,53 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "accept calls over WebSocket: /ws (raw μ-law) and /twilio (Twilio Media Streams)",
 		Description: `With no flags it serves the built-in pipeline "` + app.DefaultPipelineSpec + `" on :8080.
-   Endpoints: /ws, /twilio, /metrics, /healthz, /readyz. SIGTERM or SIGINT drains.`,
+   Endpoints: /ws, /twilio, /metrics, /healthz, /readyz. SIGTERM or SIGINT drains.
+   SIGHUP rereads the config file's pipelines (and the plugin files they name);
+   calls in flight keep theirs. With --admin-addr (or admin.listen) the admin API
+   lists, uploads and deletes plugins and reloads pipelines; the plugins dir is
+   watched and a changed NAME.wasm is validated, then served to new calls.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Usage: "listen address, overrides the config's listen (default :8080)"},
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML config file (see examples/voxhost.yaml)", EnvVars: []string{"VOXHOST_CONFIG"}},
 			&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Usage: `default pipeline, inline: "gain db=-6 | passthrough"`},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "how long active calls may finish on SIGTERM (overrides the config)"},
+			&cli.StringFlag{Name: "admin-addr", Usage: "admin API listen address, e.g. 127.0.0.1:9090 (overrides the config's admin.listen)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := app.LoadConfig(c.String("config"))
 			if err != nil {
 				return err
 			}
+			if !c.IsSet("log-level") && cfg.LogLevel != "" {
+				if err := setLogger(cfg.LogLevel, c.String("log-format")); err != nil {
+					return err
+				}
+			}
 			cacheDir := ""
 			if c.IsSet("cache-dir") {
 				cacheDir = c.String("cache-dir")
 			}
-			if err := app.Apply(&cfg, app.Overrides{
+			o := app.Overrides{
 				Addr: c.String("addr"), Pipeline: c.String("pipeline"), PluginsDir: c.String("plugins-dir"), CacheDir: cacheDir,
-			}); err != nil {
-				return err
+				AdminAddr: c.String("admin-addr"),
 			}
 			if c.IsSet("drain-timeout") {
-				cfg.Limits.DrainTimeout = c.Duration("drain-timeout")
+				o.DrainTimeout = c.Duration("drain-timeout")
 			}
 			if c.IsSet("memory-limit-pages") {
-				cfg.MemoryLimitPages = uint32(c.Uint("memory-limit-pages"))
+				o.MemoryLimitPages = uint32(c.Uint("memory-limit-pages"))
+			}
+			if err := app.Apply(&cfg, o); err != nil {
+				return err
 			}
 			h, err := app.New(c.Context, cfg, slog.Default())
 			if err != nil {
 				return err
 			}
 			defer h.Close(c.Context)
+			h.SetConfigFile(c.String("config"), o)
+			stopHUP := reloadOnSIGHUP(c.Context, h)
+			defer stopHUP()
 			return h.ListenAndServe(c.Context, func(addr net.Addr) {
 				names := make([]string, 0, len(cfg.Pipelines))
 				for n := range cfg.Pipelines {
@@ -60,8 +78,38 @@ func serveCommand() *cli.Command {
 					"max_calls", cfg.Limits.MaxCalls, "auth", len(cfg.ResolvedTokens()) > 0)
 				fmt.Fprintf(os.Stderr, "voxhost: serving on %s — ws://%s/ws (raw μ-law), ws://%s/twilio, /metrics, /healthz, /readyz\n",
 					addr, hostPort(addr), hostPort(addr))
+				if a := h.AdminAddr(); a != nil {
+					fmt.Fprintf(os.Stderr, "voxhost: admin API on http://%s (GET /plugins, PUT|DELETE /plugins/NAME, GET /pipelines, POST /reload)\n", hostPort(a))
+				}
 			})
 		},
+	}
+}
+
+// reloadOnSIGHUP rereads the pipelines on each SIGHUP until ctx ends or
+// stop is called.
+func reloadOnSIGHUP(ctx context.Context, h *app.Host) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				slog.Info("SIGHUP: reloading pipelines")
+				// Reload logs what it changed, or why it changed nothing.
+				_, _ = h.Reload(ctx)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
 	}
 }
 

@@ -9,8 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
 
+	"github.com/voxhost/voxhost/host/admin"
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/pipeline"
@@ -38,6 +44,12 @@ type Overrides struct {
 	PluginsDir string
 	// CacheDir replaces cache_dir.
 	CacheDir string
+	// AdminAddr replaces admin.listen.
+	AdminAddr string
+	// DrainTimeout, if not zero, replaces limits.drain_timeout.
+	DrainTimeout time.Duration
+	// MemoryLimitPages, if not zero, replaces memory_limit_pages.
+	MemoryLimitPages uint32
 }
 
 // Apply folds the overrides into cfg and supplies the built-in default
@@ -51,6 +63,15 @@ func Apply(cfg *config.Config, o Overrides) error {
 	}
 	if o.CacheDir != "" {
 		cfg.CacheDir = o.CacheDir
+	}
+	if o.AdminAddr != "" {
+		cfg.Admin.Listen = o.AdminAddr
+	}
+	if o.DrainTimeout != 0 {
+		cfg.Limits.DrainTimeout = o.DrainTimeout
+	}
+	if o.MemoryLimitPages != 0 {
+		cfg.MemoryLimitPages = o.MemoryLimitPages
 	}
 	if cfg.Pipelines == nil {
 		cfg.Pipelines = map[string][]pipeline.StageSpec{}
@@ -70,7 +91,39 @@ func Apply(cfg *config.Config, o Overrides) error {
 	if cfg.Auth.TokensEnv != "" && len(cfg.ResolvedTokens()) == 0 {
 		return fmt.Errorf("auth.tokens_env names %s, which holds no tokens, and auth.tokens is empty: refusing to serve without auth by accident (set %s, or remove tokens_env)", cfg.Auth.TokensEnv, cfg.Auth.TokensEnv)
 	}
-	return cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return checkAdmin(cfg)
+}
+
+// checkAdmin refuses an admin API anyone could reach: the admin API
+// replaces the code every call runs.
+func checkAdmin(cfg *config.Config) error {
+	a := cfg.Admin
+	if a.Listen == "" || len(cfg.ResolvedAdminTokens()) > 0 {
+		return nil
+	}
+	if a.TokensEnv != "" {
+		return fmt.Errorf("admin.tokens_env names %s, which holds no tokens, and admin.tokens is empty: refusing to serve the admin API without auth by accident (set %s, or remove tokens_env)", a.TokensEnv, a.TokensEnv)
+	}
+	if !isLoopback(a.Listen) {
+		return fmt.Errorf("admin.listen %s is not a loopback address and there are no admin tokens: anyone who can reach it could replace the plugins every call runs; set admin.tokens or admin.tokens_env, or listen on 127.0.0.1", a.Listen)
+	}
+	return nil
+}
+
+// isLoopback says whether a host:port listens on loopback addresses only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Host is a configured, ready server with what it owns.
@@ -79,6 +132,15 @@ type Host struct {
 	Server  *server.Server
 	runtime *plugin.Runtime
 	catalog *catalog.Catalog
+	manager *admin.Manager
+	log     *slog.Logger
+
+	// configPath and overrides are where Reload rereads the pipelines.
+	configPath string
+	overrides  Overrides
+
+	adminAddr   atomic.Pointer[net.Addr]
+	stopWatcher atomic.Pointer[func()]
 }
 
 // New loads every pipeline's plugins and makes the server.
@@ -88,7 +150,10 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		return nil, err
 	}
 	cat := catalog.New(rt, cfg.PluginsDir)
-	h := &Host{Config: cfg, runtime: rt, catalog: cat}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	h := &Host{Config: cfg, runtime: rt, catalog: cat, log: logger}
 	defs := map[string]*pipeline.Definition{}
 	for name, specs := range cfg.Pipelines {
 		def, err := cat.Definition(ctx, name, specs)
@@ -106,7 +171,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxFrameMs:      cfg.Limits.MaxFrameMs,
 		IdleTimeout:     cfg.Limits.IdleTimeout,
-		DrainTimeout:    cfg.Limits.DrainTimeout,
+		DrainTimeout:    drainTimeout(cfg.Limits.DrainTimeout),
 		ReadyHighWater:  cfg.Limits.ReadyHighWater,
 		ReadyLowWater:   cfg.Limits.ReadyLowWater,
 		Tokens:          cfg.ResolvedTokens(),
@@ -117,15 +182,107 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		h.Close(ctx)
 		return nil, err
 	}
+	h.manager, err = admin.NewManager(admin.ManagerOptions{
+		Catalog: cat, Server: h.Server, Pipelines: cfg.Pipelines, Definitions: defs, DefaultPipeline: cfg.DefaultPipeline, Logger: logger,
+	})
+	if err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
 	return h, nil
 }
 
+// Manager changes the host's plugins and pipelines while it serves.
+func (h *Host) Manager() *admin.Manager { return h.manager }
+
+// SetConfigFile says which file Reload (SIGHUP, POST /reload) rereads the
+// pipelines from, and the command-line overrides to apply to it again.
+// Call it before ListenAndServe.
+func (h *Host) SetConfigFile(path string, o Overrides) {
+	h.configPath, h.overrides = path, o
+}
+
+// Reload rereads the configuration file and applies its pipelines (and the
+// plugin files they name) for new calls; calls in flight keep theirs. A
+// file that does not load, or a pipeline that does not build, changes
+// nothing and returns the reason, with file:line:col when the file is at
+// fault. Other settings apply only at start-up: those that changed are
+// listed in RestartRequired and logged.
+func (h *Host) Reload(ctx context.Context) (*admin.ReloadReport, error) {
+	if h.configPath == "" {
+		return nil, errors.New("voxhost was started without a config file (--config): there is no file to reload pipelines from")
+	}
+	cfg, err := LoadConfig(h.configPath)
+	if err == nil {
+		err = Apply(&cfg, h.overrides)
+	}
+	if err != nil {
+		h.manager.ReloadFailed(err)
+		return nil, err
+	}
+	rep, err := h.manager.SetPipelines(ctx, cfg.Pipelines, cfg.DefaultPipeline)
+	if err != nil {
+		return nil, err
+	}
+	rep.RestartRequired = restartOnly(h.Config, cfg)
+	if len(rep.RestartRequired) > 0 {
+		h.log.Warn("config changes that apply only at start-up were not applied; restart voxhost for them",
+			"file", h.configPath, "keys", strings.Join(rep.RestartRequired, ","))
+	}
+	return rep, nil
+}
+
+// restartOnly lists the keys, other than the pipelines, whose values differ.
+func restartOnly(old, cur config.Config) []string {
+	var keys []string
+	for _, k := range []struct {
+		key  string
+		a, b any
+	}{
+		{"listen", old.Listen, cur.Listen},
+		{"plugins_dir", old.PluginsDir, cur.PluginsDir},
+		{"cache_dir", old.CacheDir, cur.CacheDir},
+		{"log_level", old.LogLevel, cur.LogLevel},
+		{"memory_limit_pages", old.MemoryLimitPages, cur.MemoryLimitPages},
+		{"limits", old.Limits, cur.Limits},
+		{"auth", old.ResolvedTokens(), cur.ResolvedTokens()},
+		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens()}, []any{cur.Admin.Listen, cur.ResolvedAdminTokens()}},
+		{"origins", old.Origins, cur.Origins},
+	} {
+		if !reflect.DeepEqual(k.a, k.b) {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
+}
+
 // ListenAndServe serves on the configured address until ctx ends, then
-// drains. ready, if not nil, receives the bound address once listening.
+// drains. With admin.listen set it serves the admin API there too; with a
+// plugin directory it watches it. ready, if not nil, receives the bound
+// address once listening (AdminAddr is set by then).
 func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) error {
 	l, err := net.Listen("tcp", h.Config.Listen)
 	if err != nil {
 		return err
+	}
+	if h.Config.Admin.Listen != "" {
+		al, err := net.Listen("tcp", h.Config.Admin.Listen)
+		if err != nil {
+			_ = l.Close()
+			return fmt.Errorf("admin API: %w", err)
+		}
+		stop := h.serveAdmin(al)
+		defer stop()
+	}
+	if h.Config.PluginsDir != "" {
+		stop, err := h.manager.Watch(ctx, admin.DefaultDebounce)
+		if err != nil {
+			h.log.Warn("not watching the plugin directory: new versions there are picked up only by the admin API, SIGHUP or a restart",
+				"dir", h.Config.PluginsDir, "err", err)
+		} else {
+			h.stopWatcher.Store(&stop)
+			defer stop()
+		}
 	}
 	if ready != nil {
 		ready(l.Addr())
@@ -133,8 +290,54 @@ func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) er
 	return h.Server.Serve(ctx, l)
 }
 
-// Close releases the plugins and the runtime.
+// serveAdmin serves the admin API on l until the returned stop is called.
+func (h *Host) serveAdmin(l net.Listener) (stop func()) {
+	var reload func(context.Context) (*admin.ReloadReport, error)
+	if h.configPath != "" {
+		reload = h.Reload
+	}
+	tokens := h.Config.ResolvedAdminTokens()
+	if len(tokens) == 0 {
+		h.log.Warn("admin API without tokens: anyone who can reach the loopback address may replace plugins", "addr", l.Addr().String())
+	}
+	hs := &http.Server{
+		Handler:           admin.NewHandler(admin.HandlerOptions{Manager: h.manager, Reload: reload, Tokens: tokens, Logger: h.log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Time enough for a 32 MiB upload at 300 KiB/s.
+		ReadTimeout: 2 * time.Minute,
+		IdleTimeout: time.Minute,
+		ErrorLog:    slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	}
+	addr := l.Addr()
+	h.adminAddr.Store(&addr)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(l)
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		<-done
+	}
+}
+
+// AdminAddr is the admin API's bound address, or nil when it is not
+// served.
+func (h *Host) AdminAddr() net.Addr {
+	if a := h.adminAddr.Load(); a != nil {
+		return *a
+	}
+	return nil
+}
+
+// Close stops the plugin directory watcher and releases the plugins and
+// the runtime.
 func (h *Host) Close(ctx context.Context) {
+	if stop := h.stopWatcher.Load(); stop != nil {
+		(*stop)()
+	}
 	_ = h.catalog.Close(ctx)
 	_ = h.runtime.Close(ctx)
 }
@@ -149,4 +352,13 @@ func LoadConfig(path string) (config.Config, error) {
 		return config.Config{}, fmt.Errorf("config file %s does not exist", path)
 	}
 	return config.Load(path)
+}
+
+// drainTimeout maps the config's 0 ("cut calls at once") to the server's
+// NoDrain, whose own zero means its default.
+func drainTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return server.NoDrain
+	}
+	return d
 }

@@ -33,6 +33,8 @@ type Config struct {
 	Limits Limits
 	// Auth decides who may place calls.
 	Auth Auth
+	// Admin is the plugin and pipeline API, on a listener of its own.
+	Admin Admin
 	// Origins are the host patterns of the browser origins allowed to
 	// connect, as coder/websocket's AcceptOptions.OriginPatterns. Empty
 	// allows same-origin pages only; clients that send no Origin header are
@@ -75,6 +77,22 @@ type Auth struct {
 	Tokens []string
 	// TokensEnv names an environment variable holding more tokens,
 	// comma-separated, so secrets need not be written into the file.
+	TokensEnv string
+}
+
+// Admin configures the admin API: list, upload and delete plugins, reload
+// pipelines. It is served only when Listen is set.
+type Admin struct {
+	// Listen is the admin API's host:port; empty means no admin API. It
+	// must differ from the call listener's, so that the admin port can
+	// stay unreachable from outside.
+	Listen string
+	// Tokens are accepted as "Authorization: Bearer TOKEN". Without any
+	// (see ResolvedAdminTokens) the API is served on a loopback address
+	// only.
+	Tokens []string
+	// TokensEnv names an environment variable holding more admin tokens,
+	// comma-separated.
 	TokensEnv string
 }
 
@@ -146,6 +164,20 @@ func (c *Config) Validate() error {
 			return invalid(fmt.Sprintf("auth.tokens[%d]", i), "empty token")
 		}
 	}
+	if c.Admin.Listen != "" {
+		_, port, err := net.SplitHostPort(c.Admin.Listen)
+		if err != nil {
+			return invalid("admin.listen", "%v; write host:port, e.g. \"127.0.0.1:9090\"", err)
+		}
+		if c.Admin.Listen == c.Listen && port != "0" {
+			return invalid("admin.listen", "%s is also the call listener's address; give the admin API a port of its own", c.Admin.Listen)
+		}
+	}
+	for i, t := range c.Admin.Tokens {
+		if strings.TrimSpace(t) == "" {
+			return invalid(fmt.Sprintf("admin.tokens[%d]", i), "empty token")
+		}
+	}
 	for i, p := range c.Origins {
 		// coder/websocket only finds a bad pattern when a browser connects,
 		// and then refuses every cross-origin call.
@@ -205,6 +237,11 @@ func (c *Config) validatePipelines() error {
 			if _, err := pipeline.ParsePolicy(st.OnError); err != nil {
 				return invalid(at+".on_error", "%v", err)
 			}
+			if st.BudgetMs != 0 {
+				if err := pipeline.CheckBudgetMs(st.BudgetMs); err != nil {
+					return invalid(at+".budget_ms", "%v", err)
+				}
+			}
 		}
 	}
 	return nil
@@ -227,12 +264,22 @@ func list(names []string) string {
 // with empty ones dropped. It reads the environment when called, not when
 // the file is loaded. No tokens means no auth.
 func (c *Config) ResolvedTokens() []string {
+	return resolveTokens(c.Auth.Tokens, c.Auth.TokensEnv)
+}
+
+// ResolvedAdminTokens returns the tokens the admin API accepts, read as
+// ResolvedTokens reads the call tokens.
+func (c *Config) ResolvedAdminTokens() []string {
+	return resolveTokens(c.Admin.Tokens, c.Admin.TokensEnv)
+}
+
+func resolveTokens(listed []string, envVar string) []string {
 	var env []string
-	if c.Auth.TokensEnv != "" {
-		env = strings.Split(os.Getenv(c.Auth.TokensEnv), ",")
+	if envVar != "" {
+		env = strings.Split(os.Getenv(envVar), ",")
 	}
 	var tokens []string
-	for _, t := range slices.Concat(c.Auth.Tokens, env) {
+	for _, t := range slices.Concat(listed, env) {
 		if t = strings.TrimSpace(t); t != "" {
 			tokens = append(tokens, t)
 		}

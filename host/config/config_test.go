@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestLoadExample(t *testing.T) {
 	if len(pipelines) != 2 {
 		t.Fatalf("pipelines: got %d, want main and loud", len(pipelines))
 	}
-	assertStages(t, pipelines["main"], "gain db=-6 on_error=bypass | passthrough")
+	assertStages(t, pipelines["main"], "gain db=-6 on_error=bypass budget_ms=5 | passthrough")
 	assertStages(t, pipelines["loud"], "gain db=6")
 }
 
@@ -66,9 +67,9 @@ func assertStages(t *testing.T, got []pipeline.StageSpec, spec string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[i].Plugin != want[i].Plugin || got[i].OnError != want[i].OnError || string(gotJSON) != string(wantJSON) {
-			t.Errorf("%q stage %d: got %s %s on_error=%q, want %s %s on_error=%q", spec, i,
-				got[i].Plugin, gotJSON, got[i].OnError, want[i].Plugin, wantJSON, want[i].OnError)
+		if got[i].Plugin != want[i].Plugin || got[i].OnError != want[i].OnError || got[i].BudgetMs != want[i].BudgetMs || string(gotJSON) != string(wantJSON) {
+			t.Errorf("%q stage %d: got %s %s on_error=%q budget_ms=%d, want %s %s on_error=%q budget_ms=%d", spec, i,
+				got[i].Plugin, gotJSON, got[i].OnError, got[i].BudgetMs, want[i].Plugin, wantJSON, want[i].OnError, want[i].BudgetMs)
 		}
 	}
 }
@@ -166,6 +167,62 @@ func TestResolvedTokens(t *testing.T) {
 	none := config.Default()
 	if got := none.ResolvedTokens(); got != nil {
 		t.Errorf("no tokens: ResolvedTokens() = %q, want none", got)
+	}
+}
+
+func TestAdmin(t *testing.T) {
+	t.Setenv("VOXHOST_TEST_ADMIN_TOKENS", "y, z")
+	c, err := config.Parse("voxhost.yaml", []byte("admin:\n  listen: '127.0.0.1:9090'\n  tokens: [x]\n  tokens_env: VOXHOST_TEST_ADMIN_TOKENS\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Admin{Listen: "127.0.0.1:9090", Tokens: []string{"x"}, TokensEnv: "VOXHOST_TEST_ADMIN_TOKENS"}
+	if !reflect.DeepEqual(c.Admin, want) {
+		t.Errorf("Admin = %+v, want %+v", c.Admin, want)
+	}
+	if got, want := c.ResolvedAdminTokens(), []string{"x", "y", "z"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ResolvedAdminTokens() = %q, want %q", got, want)
+	}
+	if got := c.ResolvedTokens(); got != nil {
+		t.Errorf("admin tokens must not admit calls: ResolvedTokens() = %q", got)
+	}
+	// No admin key: no admin API.
+	if d := config.Default(); d.Admin.Listen != "" || d.ResolvedAdminTokens() != nil {
+		t.Errorf("Default().Admin = %+v", d.Admin)
+	}
+	// Port 0 on both listeners is two different ports.
+	if _, err := config.Parse("voxhost.yaml", []byte("listen: '127.0.0.1:0'\nadmin: {listen: '127.0.0.1:0'}\n")); err != nil {
+		t.Errorf("port 0 twice: %v", err)
+	}
+}
+
+// TestExampleAdminSection uncomments the example's admin section, which is
+// commented out so that the example serves no admin API, and loads it.
+func TestExampleAdminSection(t *testing.T) {
+	data, err := os.ReadFile("../../examples/voxhost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	in := false
+	for i, l := range lines {
+		switch {
+		case l == "# admin:":
+			in = true
+		case in && !strings.HasPrefix(l, "#   "):
+			in = false
+		}
+		if in {
+			lines[i] = strings.TrimPrefix(l, "# ")
+		}
+	}
+	c, err := config.Parse("voxhost.yaml", []byte(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Admin{Listen: "127.0.0.1:9090", Tokens: []string{"change-me-too"}, TokensEnv: "VOXHOST_ADMIN_TOKENS"}
+	if !reflect.DeepEqual(c.Admin, want) {
+		t.Errorf("Admin = %+v, want %+v", c.Admin, want)
 	}
 }
 

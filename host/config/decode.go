@@ -84,6 +84,11 @@ func configFields(c *Config) map[string]field {
 			"tokens":     strs(&c.Auth.Tokens),
 			"tokens_env": str(&c.Auth.TokensEnv),
 		}),
+		"admin": mapping(map[string]field{
+			"listen":     str(&c.Admin.Listen),
+			"tokens":     strs(&c.Admin.Tokens),
+			"tokens_env": str(&c.Admin.TokensEnv),
+		}),
 		"origins":          strs(&c.Origins),
 		"default_pipeline": str(&c.DefaultPipeline),
 		"pipelines":        pipelines(&c.Pipelines),
@@ -92,9 +97,22 @@ func configFields(c *Config) map[string]field {
 
 func stageFields(st *pipeline.StageSpec) map[string]field {
 	return map[string]field{
-		"plugin":   str(&st.Plugin),
-		"config":   object(&st.Config),
-		"on_error": str(&st.OnError),
+		"plugin":    str(&st.Plugin),
+		"config":    object(&st.Config),
+		"on_error":  str(&st.OnError),
+		"budget_ms": budgetMs(&st.BudgetMs),
+	}
+}
+
+// budgetMs decodes a stage's budget_ms. Zero is refused here, where it can
+// be told from a key left out: it would read as "no budget" but mean the
+// default.
+func budgetMs(dst *int) field {
+	return func(d *decoder, n ast.Node, path string) error {
+		if err := integer(dst)(d, n, path); err != nil {
+			return err
+		}
+		return pipeline.CheckBudgetMs(*dst)
 	}
 }
 

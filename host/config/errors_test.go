@@ -24,10 +24,10 @@ func TestErrors(t *testing.T) {
 		{"second document", "listen: ':1'\n---\nlisten: ':2'\n", "voxhost.yaml:3:1: ", "a second YAML document"},
 
 		// Unknown keys.
-		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, plugins_dir)`},
+		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, plugins_dir)`},
 		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: drain_timeout, idle_timeout, max_calls, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
-		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: config, on_error, plugin)`},
+		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: budget_ms, config, on_error, plugin)`},
 		{"merge key", "limits: &l {max_calls: 5}\nauth:\n  <<: *l\n", "voxhost.yaml:3:3: ", "auth: merge keys (<<) are not supported"},
 
 		// Wrong types.
@@ -42,6 +42,8 @@ func TestErrors(t *testing.T) {
 		{"list for pipelines", "pipelines: [gain]\n", "voxhost.yaml:1:12: ", "pipelines: want a mapping, got sequence"},
 		{"string for stage", "pipelines:\n  main:\n    - passthrough\n", "voxhost.yaml:3:7: ", "pipelines.main[0]: want a stage such as {plugin: gain}, got string \"passthrough\""},
 		{"scalar for plugin config", "pipelines:\n  main:\n    - plugin: gain\n      config: -6\n", "voxhost.yaml:4:15: ", "pipelines.main[0].config: want a mapping, got int -6"},
+		{"zero budget", "pipelines:\n  main:\n    - plugin: gain\n      budget_ms: 0\n", "voxhost.yaml:4:18: ", "pipelines.main[0].budget_ms: must be a whole number of milliseconds from 1 to 60000, got 0"},
+		{"duration for budget", "pipelines:\n  main:\n    - plugin: gain\n      budget_ms: 5ms\n", "voxhost.yaml:4:18: ", `pipelines.main[0].budget_ms: want an integer, got string "5ms"`},
 		{"int pipeline name", "pipelines:\n  1: [{plugin: gain}]\n", "voxhost.yaml:2:3: ", "pipelines: want a string key, got int 1"},
 		{"tag", "listen: !!str 8080\n", "voxhost.yaml:1:9: ", "listen: YAML tags such as !!str are not supported; quote the value instead"},
 		{"unknown alias", "listen: *addr\n", "voxhost.yaml:1:9: ", "listen: alias *addr has no anchor &addr before it"},
@@ -63,6 +65,10 @@ func TestErrors(t *testing.T) {
 		{"high water over max", "limits:\n  max_calls: 10\n  ready_high_water: 11\n", "voxhost.yaml:3:21: ", "limits.ready_high_water: must be between 1 and max_calls (10), got 11"},
 		{"low water over high", "limits:\n  ready_high_water: 10\n  ready_low_water: 10\n", "voxhost.yaml:3:20: ", "limits.ready_low_water: must be below ready_high_water, got 10"},
 		{"empty token", "auth:\n  tokens: [a, '']\n", "voxhost.yaml:2:15: ", "auth.tokens[1]: empty token"},
+		{"unknown admin key", "admin:\n  listen: '127.0.0.1:9090'\n  token: [a]\n", "voxhost.yaml:3:3: ", `admin: unknown key "token" (want one of: listen, tokens, tokens_env)`},
+		{"admin listen without port", "admin:\n  listen: localhost\n", "voxhost.yaml:2:11: ", "admin.listen: address localhost: missing port in address"},
+		{"admin on the call port", "listen: ':8080'\nadmin:\n  listen: ':8080'\n", "voxhost.yaml:3:11: ", "admin.listen: :8080 is also the call listener's address"},
+		{"empty admin token", "admin:\n  tokens: ['', b]\n", "voxhost.yaml:2:12: ", "admin.tokens[0]: empty token"},
 		{"bad origin", "origins: [example.com, '[a']\n", "voxhost.yaml:1:24: ", `origins[1]: bad origin pattern "[a"`},
 		{"on_error", "pipelines:\n  main:\n    - plugin: gain\n      on_error: retry\n", "voxhost.yaml:4:17: ", `pipelines.main[0].on_error: unknown on_error policy "retry" (want bypass or end_call)`},
 		{"missing default", "pipelines:\n  b: [{plugin: gain}]\n  a: [{plugin: gain}]\n", "voxhost.yaml:2:3: ", "pipelines: there are 2 pipelines, so default_pipeline must name one of: a, b"},

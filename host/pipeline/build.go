@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/voxhost/voxhost/host/plugin"
 )
@@ -14,6 +15,8 @@ type StageDef struct {
 	Plugin  *plugin.Plugin
 	Config  []byte
 	OnError Policy
+	// Budget caps each call into the stage; 0 means the runtime's default.
+	Budget time.Duration
 }
 
 // Definition is a named pipeline ready to instantiate for each call.
@@ -55,7 +58,7 @@ func (d *Definition) Instantiate(ctx context.Context, cfg CallConfig) (*Pipeline
 	capacity := 0
 	for i, sd := range d.Stages {
 		in, err := sd.Plugin.Instantiate(ctx, plugin.InstanceConfig{
-			Config: sd.Config, InputRate: rate, MaxFrameMs: maxMs, Sink: cfg.Sink, Logger: cfg.Logger,
+			Config: sd.Config, InputRate: rate, MaxFrameMs: maxMs, Sink: cfg.Sink, Logger: cfg.Logger, Budget: sd.Budget,
 		})
 		if err != nil {
 			return fail(fmt.Errorf("pipeline %s, stage %d: %w", d.Name, i+1, err))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/catalog"
@@ -136,6 +137,60 @@ func TestTrappingStageIsBypassedWithoutLosingTheFrame(t *testing.T) {
 	}
 }
 
+func TestRunawayStageIsStoppedAndBypassed(t *testing.T) {
+	// A stage that never returns from vox_process is stopped at its budget;
+	// the frame goes on without it, as does the call, and a call running
+	// beside it is not held up.
+	c := newCatalog(t)
+	var faults []pipeline.Fault
+	const budget = 200 * time.Millisecond
+	p := build(t, c, "gain db=-6 | "+fixture("loop_process")+" budget_ms=200 | passthrough", pipeline.CallConfig{
+		OnFault: func(f pipeline.Fault) { faults = append(faults, f) },
+	})
+	other := build(t, c, "gain db=-6 | passthrough", pipeline.CallConfig{})
+	speech := signal.Speech(8000, 0.2)
+	first := speech[:frameBytes]
+	type result struct {
+		out  []int16
+		took time.Duration
+		err  error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		out, err := p.Process(&pipeline.PCM{Frame: first})
+		done <- result{signal.Samples(out), time.Since(start), err}
+	}()
+	// While the runaway frame runs, the other call handles ten frames.
+	within1LSB(t, signal.Samples(run(t, other, speech)), gainExpected(speech, -6))
+	otherTook := time.Since(start)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if otherTook >= budget {
+		t.Fatalf("the other call took %v, as long as the runaway stage's budget", otherTook)
+	}
+	if r.took < budget || r.took > budget+100*time.Millisecond {
+		t.Fatalf("the runaway frame took %v; budget %v", r.took, budget)
+	}
+	within1LSB(t, r.out, gainExpected(first, -6))
+	var perr *plugin.Error
+	if len(faults) != 1 || faults[0].Stage != 1 || !faults[0].Bypassed || !errors.As(faults[0].Err, &perr) || perr.Kind != plugin.KindBudget {
+		t.Fatalf("faults = %+v, want one budget fault of stage 1, bypassed", faults)
+	}
+	if want := "plugin loop_process.wasm: exceeded its CPU budget of 200ms in vox_process at frame 1"; faults[0].Err.Error() != want {
+		t.Fatalf("fault = %q, want %q", faults[0].Err, want)
+	}
+	// The rest of the call flows at full speed without the stage.
+	rest := speech[frameBytes:]
+	start = time.Now()
+	within1LSB(t, signal.Samples(run(t, p, rest)), gainExpected(rest, -6))
+	if took := time.Since(start); took >= budget {
+		t.Fatalf("the frames after the fault took %v", took)
+	}
+}
+
 func TestTrapInFirstStageRefillsFromTheSource(t *testing.T) {
 	c := newCatalog(t)
 	p := build(t, c, fixture("trap")+" | gain db=-6", pipeline.CallConfig{})
@@ -241,11 +296,11 @@ type sink struct{ events []string }
 func (s *sink) Emit(_, name string, data []byte) { s.events = append(s.events, name+" "+string(data)) }
 
 func TestParseSpec(t *testing.T) {
-	specs, err := pipeline.ParseSpec(`gain db=-6 on_error=end_call |passthrough| x.wasm name=bob on=true`)
+	specs, err := pipeline.ParseSpec(`gain db=-6 on_error=end_call budget_ms=12 |passthrough| x.wasm name=bob on=true`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 3 || specs[0].OnError != "end_call" || specs[1].Plugin != "passthrough" {
+	if len(specs) != 3 || specs[0].OnError != "end_call" || specs[0].Budget() != 12*time.Millisecond || specs[1].Plugin != "passthrough" || specs[1].BudgetMs != 0 {
 		t.Fatalf("specs = %+v", specs)
 	}
 	js, _ := specs[0].ConfigJSON()
@@ -263,6 +318,8 @@ func TestParseSpec(t *testing.T) {
 		"db=3":                "a stage starts with a plugin name",
 		"gain on_error=retry": `unknown on_error policy "retry"`,
 		"gain db=1 db=2":      "db is set twice",
+		"gain budget_ms=0":    "budget_ms must be a whole number of milliseconds from 1 to 60000, got 0",
+		"gain budget_ms=5ms":  `budget_ms must be a whole number of milliseconds, got "5ms"`,
 	} {
 		if _, err := pipeline.ParseSpec(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseSpec(%q) = %v, want %q", spec, err, want)

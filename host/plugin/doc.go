@@ -6,5 +6,7 @@
 // can act on. Instantiate makes one anonymous instance per call; an Instance
 // looks its exports up once and calls them with a reused stack, so calling
 // Process allocates nothing. A trap inside a plugin is an *Error naming the
-// plugin, the export and the frame, never a panic of the host.
+// plugin, the export and the frame, never a panic of the host. Every module
+// is instrumented at load time (package preempt) so that a call that runs
+// longer than its budget is stopped: an *Error of kind KindBudget.
 package plugin

@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/voxhost/voxhost/abi"
 )
@@ -34,6 +35,9 @@ const (
 	// KindContract is a result that breaks the ABI, such as an output longer
 	// than the buffer.
 	KindContract
+	// KindBudget is a call the host stopped because it ran longer than its
+	// budget (an endless loop, or far too much work for one call).
+	KindBudget
 )
 
 // String names the kind as metrics and logs label it.
@@ -45,6 +49,8 @@ func (k ErrorKind) String() string {
 		return "status"
 	case KindContract:
 		return "contract"
+	case KindBudget:
+		return "budget"
 	}
 	return "unknown"
 }
@@ -65,6 +71,8 @@ type Error struct {
 	Status int32
 	// Reason is the trap message or the explanation of the status.
 	Reason string
+	// Budget is the time the call was allowed, for KindBudget.
+	Budget time.Duration
 }
 
 func (e *Error) Error() string {
@@ -77,6 +85,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("plugin %s: trap in %s: %s", e.Plugin, where, e.Reason)
 	case KindStatus:
 		return fmt.Sprintf("plugin %s: %s returned %d (%s)", e.Plugin, where, e.Status, e.Reason)
+	case KindBudget:
+		return fmt.Sprintf("plugin %s: exceeded its CPU budget of %v in %s", e.Plugin, e.Budget, where)
 	}
 	return fmt.Sprintf("plugin %s: %s: %s", e.Plugin, where, e.Reason)
 }

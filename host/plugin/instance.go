@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/preempt"
 )
 
 // DefaultMaxFrameMs is the longest frame an instance is sized for.
@@ -29,6 +31,9 @@ type Plugin struct {
 	version  int
 
 	hasInit, hasEvent, hasRate, hasInitialize bool
+	// hasStart: the instrumentation moved a start function to
+	// preempt.ExportStart, which instantiate calls.
+	hasStart bool
 }
 
 // Name labels the plugin in errors, logs and metrics.
@@ -41,7 +46,7 @@ func (p *Plugin) Close(ctx context.Context) error { return p.compiled.Close(ctx)
 // (an unsatisfiable import, a trapping start function, a buffer that does not
 // fit) are reported at load time rather than when the first call arrives.
 func (p *Plugin) probe(ctx context.Context, capacity int) error {
-	in, err := p.instantiate(ctx)
+	in, err := p.instantiate(ctx, p.rt.budget)
 	if err != nil {
 		return err
 	}
@@ -69,6 +74,10 @@ type InstanceConfig struct {
 	// Logger receives the plugin's log lines, with the call's attributes;
 	// nil means the runtime's logger.
 	Logger *slog.Logger
+	// Budget caps how long each call into the instance may run once it is
+	// set up; zero means the runtime's default (Options.DefaultBudget). Set-up
+	// calls get the larger of Budget and Options.InitBudget.
+	Budget time.Duration
 }
 
 // Instance is one plugin's state for one call. Its methods must not be
@@ -94,6 +103,7 @@ type Instance struct {
 	droppedHostCalls atomic.Uint64
 	// stdout and stderr receive the plugin's WASI output as log lines.
 	stdout, stderr logWriter
+	budgetState
 }
 
 type instanceKey struct{}
@@ -119,7 +129,11 @@ func (c *callContext) Value(key any) any {
 // code, negotiates the frame buffer, passes the configuration to vox_init and
 // learns the output rate from vox_rate.
 func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance, error) {
-	in, err := p.instantiate(ctx)
+	budget := cfg.Budget
+	if budget <= 0 {
+		budget = p.rt.budget
+	}
+	in, err := p.instantiate(ctx, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -127,22 +141,42 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 		_ = in.Close(ctx)
 		return nil, err
 	}
+	in.limit.Store(int64(in.budget))
 	return in, nil
 }
 
-func (p *Plugin) instantiate(ctx context.Context) (*Instance, error) {
+// instantiate makes an instance and runs its start function and
+// _initialize, under the init budget, which stays until Instantiate has
+// configured the instance.
+func (p *Plugin) instantiate(ctx context.Context, budget time.Duration) (*Instance, error) {
 	in := &Instance{plugin: p, stack: make([]uint64, 2), logger: p.rt.logger, inRate: abi.TelephonyRate, outRate: abi.TelephonyRate}
+	in.budget = budget
+	in.limit.Store(int64(max(budget, p.rt.initBudget)))
 	in.ctx = &callContext{Context: context.Background(), in: in}
+	if p.rt.enforcement == enforceContext {
+		cctx, cancel := context.WithCancel(context.Background())
+		in.ctx, in.cancel = &callContext{Context: cctx, in: in}, cancel
+	}
 	setupCtx := experimental.WithMemoryAllocator(in.ctx, p.rt.memory)
 	in.stdout = logWriter{in: in, level: slog.LevelInfo}
 	in.stderr = logWriter{in: in, level: slog.LevelWarn}
 	cfg := p.rt.moduleConfig.WithStdout(&in.stdout).WithStderr(&in.stderr)
 	mod, err := p.rt.rt.InstantiateModule(setupCtx, p.compiled, cfg)
 	if err != nil {
+		if in.cancel != nil {
+			in.cancel()
+		}
 		return nil, fmt.Errorf("plugin %s: instantiation failed: %s", p.name, trapReason(err))
 	}
 	p.rt.live.Add(1)
 	in.mod = mod
+	if w := p.rt.watch; w != nil {
+		in.watched = true
+		if g, ok := mod.ExportedGlobal(preempt.ExportStop).(api.MutableGlobal); ok {
+			in.stopFlag = g
+		}
+		w.add(in)
+	}
 	in.mem = mod.Memory()
 	in.buffer = mod.ExportedFunction(abi.ExportBuffer)
 	in.process = mod.ExportedFunction(abi.ExportProcess)
@@ -155,8 +189,17 @@ func (p *Plugin) instantiate(ctx context.Context) (*Instance, error) {
 	if p.hasRate {
 		in.rate = mod.ExportedFunction(abi.ExportRate)
 	}
+	if p.hasStart {
+		if err := in.call(mod.ExportedFunction(preempt.ExportStart)); err != nil {
+			_ = in.Close(ctx)
+			if in.overBudget {
+				return nil, in.trap(startExport, 0, err)
+			}
+			return nil, fmt.Errorf("plugin %s: instantiation failed: %s", p.name, trapReason(err))
+		}
+	}
 	if p.hasInitialize {
-		if err := mod.ExportedFunction("_initialize").CallWithStack(in.ctx, in.stack); err != nil {
+		if err := in.call(mod.ExportedFunction("_initialize")); err != nil {
 			_ = in.Close(ctx)
 			return nil, in.trap("_initialize", 0, err)
 		}
@@ -213,7 +256,7 @@ func (in *Instance) configure(cfg InstanceConfig) error {
 // of it.
 func (in *Instance) negotiate(capacity int) error {
 	in.stack[0] = api.EncodeI32(int32(capacity))
-	if err := in.buffer.CallWithStack(in.ctx, in.stack); err != nil {
+	if err := in.call(in.buffer); err != nil {
 		return in.trap(abi.ExportBuffer, 0, err)
 	}
 	ptr := api.DecodeI32(in.stack[0])
@@ -267,7 +310,7 @@ func (in *Instance) DroppedHostCalls() uint64 { return in.droppedHostCalls.Load(
 func (in *Instance) Process(samples int) (int, error) {
 	in.frame++
 	in.stack[0] = api.EncodeI32(int32(samples))
-	if err := in.process.CallWithStack(in.ctx, in.stack); err != nil {
+	if err := in.call(in.process); err != nil {
 		return 0, in.trap(abi.ExportProcess, in.frame, err)
 	}
 	out := api.DecodeI32(in.stack[0])
@@ -304,7 +347,7 @@ func (in *Instance) Event(kind, arg int32, payload []byte) (int, error) {
 		arg = int32(len(payload))
 	}
 	in.stack[0], in.stack[1] = api.EncodeI32(kind), api.EncodeI32(arg)
-	if err := in.event.CallWithStack(in.ctx, in.stack); err != nil {
+	if err := in.call(in.event); err != nil {
 		return 0, in.trap(abi.ExportEvent, 0, err)
 	}
 	out := api.DecodeI32(in.stack[0])
@@ -326,7 +369,7 @@ func (in *Instance) Event(kind, arg int32, payload []byte) (int, error) {
 // callStatus calls a one-argument export that returns a status or a count.
 func (in *Instance) callStatus(fn api.Function, export string, arg uint64) (int32, error) {
 	in.stack[0] = arg
-	if err := fn.CallWithStack(in.ctx, in.stack); err != nil {
+	if err := in.call(fn); err != nil {
 		return 0, in.trap(export, 0, err)
 	}
 	out := api.DecodeI32(in.stack[0])
@@ -342,6 +385,10 @@ func (in *Instance) callStatus(fn api.Function, export string, arg uint64) (int3
 }
 
 func (in *Instance) trap(export string, frame uint64, err error) error {
+	if in.overBudget {
+		return &Error{Plugin: in.plugin.name, Export: export, Frame: frame, Kind: KindBudget,
+			Budget: time.Duration(in.limit.Load()), Reason: "stopped by the host"}
+	}
 	return &Error{Plugin: in.plugin.name, Export: export, Frame: frame, Kind: KindTrap, Reason: trapReason(err)}
 }
 
@@ -366,6 +413,12 @@ func (in *Instance) Close(ctx context.Context) error {
 	err := in.mod.Close(ctx)
 	in.mod, in.view = nil, nil
 	in.plugin.rt.live.Add(-1)
+	if w := in.plugin.rt.watch; w != nil {
+		w.remove(in)
+	}
+	if in.cancel != nil {
+		in.cancel()
+	}
 	return err
 }
 

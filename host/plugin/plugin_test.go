@@ -53,6 +53,16 @@ func TestLoadRejectsBrokenModulesWithReasons(t *testing.T) {
 		{"text", []byte("hello, I am not a module"), `not a WebAssembly module (the file does not start with "\0asm")`},
 		{"component", []byte("\x00asm\x0d\x00\x01\x00"), "a WebAssembly component, not a core module"},
 		{"truncated", []byte("\x00asm\x01\x00\x00\x00\x01\x05"), "invalid WebAssembly: "},
+		// wazero v1.12 panics reading this one: a call to a function
+		// whose declared type (5) does not exist.
+		{"bad_type_index", []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x03\x02\x00\x05" +
+			"\x0a\x09\x02\x04\x00\x10\x01\x0b\x02\x00\x0b"), "invalid WebAssembly: byte 19: function 1 declares type 5, which does not exist (1 types)"},
+		// Bytes that would make wazero allocate gigabytes: 268 million
+		// exports, 4 billion locals, a table of 4 billion elements.
+		{"export_bomb", []byte("\x00asm\x01\x00\x00\x00\x07\x06\xff\xff\xff\x7f\x01f"), "invalid WebAssembly: byte "},
+		{"locals_bomb", []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00" +
+			"\x0a\x0a\x01\x08\x01\xff\xff\xff\xff\x0f\x7f\x0b"), "a function with 4294967295 locals; the host allows 50000"},
+		{"table_bomb", []byte("\x00asm\x01\x00\x00\x00\x04\x08\x01\x70\x00\xff\xff\xff\xff\x0f"), "a table of 4294967295 elements; the host allows 1048576"},
 		{"missing_process", nil, "missing export vox_process"},
 		{"bad_signature", nil, "export vox_process has signature (i64) -> (i32) but the ABI needs (i32) -> (i32)"},
 		{"abi_v2", nil, "ABI v2 plugin on a v1 host"},

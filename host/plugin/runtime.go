@@ -2,19 +2,33 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/voxhost/voxhost/host/preempt"
 )
 
 // DefaultMemoryLimitPages caps each instance's memory at 16 MiB.
 const DefaultMemoryLimitPages = 256
+
+// DefaultBudget is how long one call into a plugin may run (vox_process,
+// vox_event, vox_buffer, vox_rate) before the host stops it: a quarter of a
+// 20 ms frame, over a thousand times what the heaviest stock plugin needs.
+const DefaultBudget = 5 * time.Millisecond
+
+// DefaultInitBudget is how long each set-up call may run: the start
+// function, _initialize, vox_init. A Go guest's runtime start-up takes a
+// few milliseconds, and a pipeline is built before its call starts.
+const DefaultInitBudget = 250 * time.Millisecond
 
 // Options configures a Runtime.
 type Options struct {
@@ -26,6 +40,17 @@ type Options struct {
 	MemoryLimitPages uint32
 	// Logger receives the plugins' log lines. Nil means slog.Default().
 	Logger *slog.Logger
+	// DefaultBudget caps each call into an instance whose InstanceConfig
+	// sets no Budget; zero means DefaultBudget.
+	DefaultBudget time.Duration
+	// InitBudget caps each set-up call of an instance (start function,
+	// _initialize, vox_init, vox_rate); zero means DefaultInitBudget. An
+	// instance whose Budget is larger gets that instead.
+	InitBudget time.Duration
+
+	// enforcement selects how budgets are enforced; only tests and the
+	// benchmarks of RATIONALE.md set it (export_test.go).
+	enforcement enforcement
 }
 
 // DefaultCacheDir is the compilation cache under the user's cache directory,
@@ -52,6 +77,12 @@ type Runtime struct {
 	// moduleConfig is the base configuration of every instance.
 	wasiFuncs    map[string]api.FunctionDefinition
 	moduleConfig wazero.ModuleConfig
+	// budget and initBudget are the defaults of Options; enforcement says
+	// how they are kept and watch runs the alternatives that need a
+	// watchdog goroutine (budget.go).
+	budget, initBudget time.Duration
+	enforcement        enforcement
+	watch              *watchdog
 }
 
 // NewRuntime starts the shared runtime with the compiler engine, the
@@ -64,6 +95,16 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	if limit > 65536 {
 		return nil, fmt.Errorf("memory limit of %d pages exceeds the 4 GiB of a 32-bit memory (65536 pages)", limit)
+	}
+	budget, initBudget := opts.DefaultBudget, opts.InitBudget
+	if budget == 0 {
+		budget = DefaultBudget
+	}
+	if initBudget == 0 {
+		initBudget = DefaultInitBudget
+	}
+	if budget < 0 || initBudget < 0 {
+		return nil, fmt.Errorf("budgets must be positive, got %v and %v", budget, initBudget)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -90,14 +131,22 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(cache).
 		WithMemoryLimitPages(65536).
-		WithCloseOnContextDone(false)
+		WithCloseOnContextDone(opts.enforcement == enforceContext)
 	r := &Runtime{rt: wazero.NewRuntimeWithConfig(ctx, cfg), cache: cache, limitPages: limit, logger: logger, moduleConfig: newWASIConfig(),
-		memory: mmapAllocator{limitBytes: uint64(limit) * 65536}}
+		memory: mmapAllocator{limitBytes: uint64(limit) * 65536},
+		budget: budget, initBudget: initBudget, enforcement: opts.enforcement}
+	if opts.enforcement == enforceFlag || opts.enforcement == enforceContext {
+		r.watch = newWatchdog()
+	}
 	if err := r.instantiateHostModule(ctx); err != nil {
 		_ = r.rt.Close(ctx)
 		return nil, err
 	}
 	if err := r.instantiateWASI(ctx); err != nil {
+		_ = r.rt.Close(ctx)
+		return nil, err
+	}
+	if err := r.instantiateBudgetModule(ctx); err != nil {
 		_ = r.rt.Close(ctx)
 		return nil, err
 	}
@@ -111,8 +160,15 @@ func (r *Runtime) LiveInstances() int64 { return r.live.Load() }
 // MemoryLimitPages is the per-instance memory cap, in 64 KiB pages.
 func (r *Runtime) MemoryLimitPages() uint32 { return r.limitPages }
 
+// DefaultBudget is the budget of a call into an instance whose
+// InstanceConfig sets none.
+func (r *Runtime) DefaultBudget() time.Duration { return r.budget }
+
 // Close releases every module and instance of the runtime.
 func (r *Runtime) Close(ctx context.Context) error {
+	if r.watch != nil {
+		r.watch.close()
+	}
 	err := r.rt.Close(ctx)
 	if cerr := r.cache.Close(ctx); err == nil {
 		err = cerr
@@ -148,7 +204,7 @@ func (r *Runtime) inspect(ctx context.Context, name string, wasm []byte) (*Repor
 		rep.Problems = append(rep.Problems, problem)
 		return rep, nil
 	}
-	compiled, err := r.rt.CompileModule(ctx, wasm)
+	compiled, instrErr, err := r.compile(ctx, wasm)
 	if err != nil {
 		rep.Problems = append(rep.Problems, "invalid WebAssembly: "+err.Error())
 		return rep, nil
@@ -156,9 +212,13 @@ func (r *Runtime) inspect(ctx context.Context, name string, wasm []byte) (*Repor
 	p := &Plugin{name: name, rt: r, compiled: compiled}
 	rep.describe(compiled)
 	rep.Problems = append(rep.Problems, p.validate(r.limitPages, &rep.Warnings)...)
+	if len(rep.Problems) == 0 && instrErr != nil {
+		rep.Problems = append(rep.Problems, "the host cannot enforce a CPU budget on this module: "+instrErr.Error())
+	}
 	if len(rep.Problems) == 0 {
 		if err := p.probe(ctx, DefaultBufferBytes); err != nil {
-			rep.Problems = append(rep.Problems, err.Error())
+			// The report names the plugin once, not in every problem.
+			rep.Problems = append(rep.Problems, strings.TrimPrefix(err.Error(), "plugin "+name+": "))
 		}
 	}
 	rep.ABIVersion = p.version
@@ -168,6 +228,52 @@ func (r *Runtime) inspect(ctx context.Context, name string, wasm []byte) (*Repor
 		return rep, nil
 	}
 	return rep, p
+}
+
+// compile compiles a module the way the runtime runs it: instrumented
+// (host/preempt) so that a call that runs too long can be stopped.
+//
+// The instrumentation reads the whole module first, and wazero only ever
+// sees bytes it accepted: wazero trusts the counts a module declares, and a
+// malformed module of a few bytes can make it allocate gigabytes. Errors
+// are about the author's module: when the instrumented module does not
+// compile, or uses a name the instrumentation reserves, the original is
+// compiled too, so that wazero's error (err) or, for a module wazero
+// accepts, the ABI problems are what Load reports, and instrErr, why it
+// could not be instrumented, only when there is nothing else to say.
+// compiled is then the original, for the report.
+func (r *Runtime) compile(ctx context.Context, wasm []byte) (compiled wazero.CompiledModule, instrErr, err error) {
+	mode, instrument := r.enforcement.instrumentation()
+	if !instrument {
+		mode = preempt.Fuel // read, to screen the module, but not used
+	}
+	out, instrErr := preempt.InstrumentMode(wasm, mode)
+	switch {
+	case instrErr != nil && !errors.Is(instrErr, preempt.ErrReserved):
+		return nil, nil, instrErr
+	case !instrument:
+		compiled, err = r.compileModule(ctx, wasm)
+		return compiled, nil, err
+	case instrErr == nil:
+		if compiled, err = r.compileModule(ctx, out); err == nil {
+			return compiled, nil, nil
+		}
+		instrErr = fmt.Errorf("the instrumented module does not compile: %w", err)
+	}
+	compiled, err = r.compileModule(ctx, wasm)
+	return compiled, instrErr, err
+}
+
+// compileModule is wazero's CompileModule, which panics on some malformed
+// modules (v1.12: a call to a function whose declared type does not
+// exist): a file must not take the host down.
+func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (compiled wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			compiled, err = nil, fmt.Errorf("malformed module (wazero failed reading it: %v)", p)
+		}
+	}()
+	return r.rt.CompileModule(ctx, wasm)
 }
 
 // checkHeader tells apart files that are not WebAssembly at all and

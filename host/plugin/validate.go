@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/preempt"
 )
 
 var (
@@ -61,6 +62,9 @@ type Extern struct {
 
 func (rep *Report) describe(m wazero.CompiledModule) {
 	for name, def := range m.ExportedFunctions() {
+		if name == preempt.ExportStart {
+			continue // the start function, moved by the instrumentation
+		}
 		rep.Exports = append(rep.Exports, Extern{Name: name, Kind: "func", Type: signature(def.ParamTypes(), def.ResultTypes())})
 	}
 	for name, def := range m.ExportedMemories() {
@@ -74,6 +78,9 @@ func (rep *Report) describe(m wazero.CompiledModule) {
 	}
 	for _, def := range m.ImportedFunctions() {
 		mod, name, _ := def.Import()
+		if mod == preempt.ImportModule {
+			continue // added by the instrumentation
+		}
 		rep.Imports = append(rep.Imports, Extern{Module: mod, Name: name, Kind: "func", Type: signature(def.ParamTypes(), def.ResultTypes())})
 	}
 	for _, def := range m.ImportedMemories() {
@@ -167,6 +174,9 @@ func (p *Plugin) validate(limitPages uint32, warnings *[]string) []string {
 	}
 	for _, def := range m.ImportedFunctions() {
 		mod, name, _ := def.Import()
+		if mod == preempt.ImportModule {
+			continue // added by the instrumentation
+		}
 		if mod == WASIModule {
 			if problem := p.rt.checkWASIImport(def); problem != "" {
 				problems = append(problems, problem)
@@ -185,5 +195,6 @@ func (p *Plugin) validate(limitPages uint32, warnings *[]string) []string {
 	_, p.hasInit = funcs[abi.ExportInit]
 	_, p.hasEvent = funcs[abi.ExportEvent]
 	_, p.hasRate = funcs[abi.ExportRate]
+	_, p.hasStart = funcs[preempt.ExportStart]
 	return problems
 }

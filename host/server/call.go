@@ -420,6 +420,7 @@ func (c *call) finish() {
 		}
 	}
 	c.s.metrics.calls.WithLabelValues(c.proto.Name(), c.outcome).Inc()
+	c.s.metrics.callSeconds.WithLabelValues(c.proto.Name()).Observe(time.Since(c.started).Seconds())
 	attrs := []any{"pipeline", c.pipelineName, "frames", c.frames, "audio_ms", c.audioMs,
 		"duration", time.Since(c.started).Round(time.Millisecond), "outcome", c.outcome}
 	if c.reason != "" {

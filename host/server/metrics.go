@@ -21,6 +21,7 @@ type metrics struct {
 	malformed     *prometheus.CounterVec
 	pluginEvents  *prometheus.CounterVec
 	instancesLive prometheus.GaugeFunc
+	callSeconds   *prometheus.HistogramVec
 	capacity      prometheus.Gauge
 }
 
@@ -57,13 +58,18 @@ func newMetrics(liveInstances func() float64) *metrics {
 			Name: "voxhost_plugin_events_total", Help: "Events emitted by plugins, by plugin and name.",
 		}, []string{"plugin", "name"}),
 	}
+	m.callSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "voxhost_call_duration_seconds",
+		Help:    "Call lengths, by protocol: what a drain timeout has to cover.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600},
+	}, []string{"protocol"})
 	m.capacity = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "voxhost_calls_capacity", Help: "Most concurrent calls this server accepts (max_calls).",
 	})
 	m.instancesLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "voxhost_plugin_instances", Help: "Plugin instances alive.",
 	}, liveInstances)
-	m.registry.MustRegister(m.activeCalls, m.capacity, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
+	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive,
 		// The GC pause histogram lets a load test show the tail has no GC
 		// stalls: go_sched_pauses_total_gc_seconds.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/voxhost/voxhost/abi"
@@ -40,7 +41,8 @@ type Options struct {
 	MaxFrameMs int
 	// IdleTimeout ends a call that sends no audio for this long.
 	IdleTimeout time.Duration
-	// DrainTimeout is how long Drain lets active calls finish.
+	// DrainTimeout is how long Drain lets active calls finish; 0 means
+	// DefaultDrainTimeout, NoDrain cuts them at once.
 	DrainTimeout time.Duration
 	// ReadyHighWater is the active-call count at which /readyz turns
 	// false; 0 means MaxCalls. ReadyLowWater is the count at or below
@@ -62,6 +64,9 @@ const (
 	DefaultMaxFrameMs      = 100
 	DefaultIdleTimeout     = 10 * time.Second
 	DefaultDrainTimeout    = 30 * time.Second
+	// NoDrain as Options.DrainTimeout closes active calls as soon as a
+	// drain starts (a configured drain_timeout of 0).
+	NoDrain time.Duration = -1
 )
 
 // Server accepts calls and runs them. Create it with New.
@@ -96,6 +101,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	setDefault(&opts.MaxFrameMs, DefaultMaxFrameMs)
 	setDefault(&opts.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&opts.DrainTimeout, DefaultDrainTimeout)
+	opts.DrainTimeout = max(opts.DrainTimeout, 0)
 	setDefault(&opts.ReadyHighWater, opts.MaxCalls)
 	setDefault(&opts.ReadyLowWater, opts.ReadyHighWater*9/10)
 	if opts.ReadyLowWater >= opts.ReadyHighWater || opts.ReadyHighWater > opts.MaxCalls {
@@ -118,7 +124,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))
 	s.mux.HandleFunc("GET /twilio", s.handleCall(transport.Twilio()))
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
+		// One collector that cannot read (a sandbox hiding /proc/stat) must
+		// not turn every other series into an HTTP 500.
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.handleReady)
 	return s, nil
@@ -182,6 +192,10 @@ func pipelineNames(m map[string]*pipeline.Definition) []string {
 
 // Handler serves the server's endpoints.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// Registry is where the server's metrics are registered, so that what runs
+// beside it (the admin API) can add its own to GET /metrics.
+func (s *Server) Registry() prometheus.Registerer { return s.metrics.registry }
 
 // ActiveCalls counts the calls in progress.
 func (s *Server) ActiveCalls() int { return int(s.active.Load()) }

@@ -1,0 +1,217 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+)
+
+// DefaultMaxUploadBytes caps one uploaded module.
+const DefaultMaxUploadBytes = 32 << 20
+
+// HandlerOptions configure the admin API.
+type HandlerOptions struct {
+	// Manager carries out every change.
+	Manager *Manager
+	// Reload rereads the pipelines from the configuration file and applies
+	// them (POST /reload); nil answers that there is no file to reload.
+	Reload func(ctx context.Context) (*ReloadReport, error)
+	// Tokens are the accepted "Authorization: Bearer" values; with none,
+	// every request is accepted (serve it on a loopback address only).
+	Tokens []string
+	// MaxUploadBytes caps one upload; 0 means DefaultMaxUploadBytes.
+	MaxUploadBytes int64
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// NewHandler serves the admin API:
+//
+//	GET    /plugins          every plugin: name, sha256, size, source, loaded_at, used_by
+//	GET    /plugins/{name}   one plugin
+//	PUT    /plugins/{name}   body: the .wasm; validated, then current for new calls
+//	DELETE /plugins/{name}   refused (409) while pipelines use it
+//	GET    /pipelines        the pipelines new calls may ask for, with each stage's sha256
+//	POST   /reload           reread the config file's pipelines
+//
+// Errors are JSON {"error": "..."}, with "problems" for an invalid module
+// and "used_by" for a plugin in use.
+func NewHandler(opts HandlerOptions) http.Handler {
+	if opts.MaxUploadBytes <= 0 {
+		opts.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	h := &handler{opts: opts, m: opts.Manager}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /plugins", h.listPlugins)
+	mux.HandleFunc("GET /plugins/{name}", h.getPlugin)
+	mux.HandleFunc("PUT /plugins/{name}", h.putPlugin)
+	mux.HandleFunc("DELETE /plugins/{name}", h.deletePlugin)
+	mux.HandleFunc("GET /pipelines", h.listPipelines)
+	mux.HandleFunc("POST /reload", h.reload)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf(
+			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines and POST /reload", r.Method, r.URL.Path)})
+	})
+	return h.authorize(mux)
+}
+
+type handler struct {
+	opts HandlerOptions
+	m    *Manager
+}
+
+func (h *handler) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(h.opts.Tokens) > 0 {
+			token := ""
+			if scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+				token = strings.TrimSpace(rest)
+			}
+			ok := false
+			for _, t := range h.opts.Tokens {
+				if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+					ok = true
+				}
+			}
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="voxhost admin"`)
+				msg := "missing admin token: send Authorization: Bearer TOKEN with one of admin.tokens"
+				if token != "" {
+					msg = "wrong admin token: send Authorization: Bearer TOKEN with one of admin.tokens"
+				}
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) listPlugins(w http.ResponseWriter, _ *http.Request) {
+	list, rej := h.m.Plugins()
+	writeJSON(w, http.StatusOK, struct {
+		Plugins  []PluginInfo `json:"plugins"`
+		Rejected []Rejection  `json:"rejected"`
+	}{list, rej})
+}
+
+func (h *handler) getPlugin(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	info, ok := h.m.Plugin(name)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no plugin %s is loaded and none is built in", name)})
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (h *handler) putPlugin(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := checkName(name); err != nil {
+		h.fail(w, err)
+		return
+	}
+	wasm, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf(
+			"plugin %s: the upload is larger than the %d MiB limit", name, h.opts.MaxUploadBytes>>20)})
+		return
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("plugin %s: reading the upload: %v", name, err)})
+		return
+	case len(wasm) == 0:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf(
+			"plugin %s: the request body is empty; send the .wasm file as the body, e.g. curl -T %s.wasm", name, name)})
+		return
+	}
+	res, err := h.m.Upload(r.Context(), name, wasm)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, res)
+}
+
+func (h *handler) deletePlugin(w http.ResponseWriter, r *http.Request) {
+	info, err := h.m.Delete(r.Context(), r.PathValue("name"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Deleted PluginInfo `json:"deleted"`
+	}{info})
+}
+
+func (h *handler) listPipelines(w http.ResponseWriter, _ *http.Request) {
+	list, def := h.m.Pipelines()
+	writeJSON(w, http.StatusOK, struct {
+		Default   string         `json:"default"`
+		Pipelines []PipelineInfo `json:"pipelines"`
+	}{def, list})
+}
+
+func (h *handler) reload(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Reload == nil {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "voxhost was started without a config file (--config), so there are no pipelines to reload"})
+		return
+	}
+	rep, err := h.opts.Reload(r.Context())
+	if err != nil {
+		// A file that does not parse, a pipeline that does not build:
+		// the request is what needs fixing, and the old set stays.
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error() + " (the running pipelines are unchanged)"})
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// fail answers an error from the manager.
+func (h *handler) fail(w http.ResponseWriter, err error) {
+	var (
+		re  *RejectedError
+		iu  *InUseError
+		nf  *NotFoundError
+		bad *BadRequestError
+	)
+	switch {
+	case errors.As(err, &re):
+		body := map[string]any{"error": re.Reason + " (the previous version stays)"}
+		if len(re.Problems) > 0 {
+			body["problems"] = re.Problems
+		}
+		writeJSON(w, http.StatusBadRequest, body)
+	case errors.As(err, &iu):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": iu.Error(), "used_by": iu.Pipelines})
+	case errors.As(err, &nf):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": nf.Error()})
+	case errors.As(err, &bad):
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": bad.Error()})
+	default:
+		h.opts.Logger.Error("admin request failed", "err", err)
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

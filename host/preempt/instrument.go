@@ -1,0 +1,674 @@
+package preempt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Mode says what the inserted checks do.
+type Mode uint8
+
+const (
+	// Fuel counts instructions down in a global and calls the host's tick
+	// when they run out (see the package documentation).
+	Fuel Mode = iota
+	// Flag traps when the host has set an exported global to 1.
+	Flag
+)
+
+// The names an instrumented module uses. The host reserves them: a module
+// that already imports from ImportModule or exports ExportStart or
+// ExportStop cannot be instrumented.
+const (
+	// ImportModule.ImportTick is the host function the fuel checks call,
+	// of type () -> (i32): it returns the fuel to continue with, or traps.
+	ImportModule = "voxhost:budget"
+	ImportTick   = "tick"
+	// ExportStart is the module's start function, which the host must call
+	// after instantiation, before anything else.
+	ExportStart = "voxhost:start"
+	// ExportStop is the stop flag of Flag mode.
+	ExportStop = "voxhost:stop"
+)
+
+const (
+	// Refill is the fuel a module starts with; the tick returns the fuel to
+	// go on with: 15 µs of a tight DSP loop (which runs 17 instructions a
+	// nanosecond), a millisecond or so of code that misses the cache.
+	Refill = 1 << 18
+	// ImportCallCost is what a call to an imported (host) function weighs,
+	// in instructions. Host calls cost 0.1 to a few microseconds, but
+	// plugins make them in branches taken rarely (an emit when speech
+	// starts), which a static weight charges on every pass.
+	ImportCallCost = 100
+	// LeafLimit: a function that makes no calls and has at most this many
+	// instructions outside its loops gets no check at entry; its loops have
+	// their own. It can only run a bounded time before it returns.
+	LeafLimit = 32
+	// maxWeight caps what one check subtracts.
+	maxWeight = 1 << 24
+	// MaxLocals and MaxTableElements are limits of the implementation, as
+	// every engine has (V8's are 50000 and 10000000): wazero allocates a
+	// function's locals and a table's elements from the declared counts, a
+	// few bytes of a module asking for gigabytes.
+	MaxLocals        = 50000
+	MaxTableElements = 1 << 20
+)
+
+// ErrReserved is wrapped by the error for a module that uses a name the
+// host reserves for instrumentation.
+var ErrReserved = errors.New("name reserved by the host")
+
+// Instrument adds Fuel checks to a module; see InstrumentMode.
+func Instrument(wasm []byte) ([]byte, error) { return InstrumentMode(wasm, Fuel) }
+
+// InstrumentMode returns a copy of the binary module wasm with a check at
+// the start of every function that makes calls or is not tiny, and at the
+// head of every loop. It runs in time linear in the module's size.
+//
+// It reads every section wazero decodes, and fails on bytes that are not a
+// well-formed module, on a count larger than the bytes left could hold, on
+// more than MaxLocals locals in a function or MaxTableElements elements in
+// a table, and on features wazero's WebAssembly 2.0 does not include
+// (exception handling, threads, GC). A module it accepts is safe to hand
+// to wazero, which trusts the counts it reads (v1.12 allocates 13 GB for a
+// 79-byte module whose export section claims 268 million exports). A module
+// that uses a name the host reserves is read to the end before the error,
+// which wraps ErrReserved.
+func InstrumentMode(wasm []byte, mode Mode) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(failure)
+			if !ok {
+				panic(r)
+			}
+			out, err = nil, f.err
+		}
+	}()
+	if mode != Fuel && mode != Flag {
+		return nil, fmt.Errorf("unknown mode %d", mode)
+	}
+	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
+		return nil, errors.New("not a WebAssembly 1.0 binary module")
+	}
+	m := &module{mode: mode}
+	m.split(wasm)
+	m.survey()
+	out = m.emit(len(wasm))
+	if m.reserved != nil {
+		return nil, m.reserved
+	}
+	return out, nil
+}
+
+type section struct {
+	id   byte
+	body []byte
+	off  int // module offset of body
+}
+
+func (s *section) reader() *reader { return &reader{b: s.body, base: s.off} }
+
+// Section ids, and their order in a module (custom sections go anywhere).
+const (
+	secCustom    = 0
+	secType      = 1
+	secImport    = 2
+	secFunction  = 3
+	secTable     = 4
+	secMemory    = 5
+	secGlobal    = 6
+	secExport    = 7
+	secStart     = 8
+	secElement   = 9
+	secCode      = 10
+	secData      = 11
+	secDataCount = 12
+	secTag       = 13
+)
+
+var rank = [...]int{secType: 1, secImport: 2, secFunction: 3, secTable: 4, secMemory: 5, secTag: 6,
+	secGlobal: 7, secExport: 8, secStart: 9, secElement: 10, secDataCount: 11, secCode: 12, secData: 13}
+
+type module struct {
+	mode     Mode
+	sections []section
+	byID     [14]*section
+
+	types, funcImports, globalImports, globals, funcs uint32
+	hasStart                                          bool
+	start                                             uint32
+	// params is the parameter count of each type, funcType the type of
+	// each defined function: a function's fuel local comes after them and
+	// its own locals.
+	params   []uint32
+	funcType []uint32
+
+	// shift is added to the index of every defined function: Fuel mode
+	// imports the tick, which comes before them.
+	shift uint32
+	tick  uint32 // function index of the tick
+	flag  uint32 // global index of the fuel or the stop flag
+	// reserved is the first use of a reserved name, reported once the
+	// whole module has been read.
+	reserved error
+}
+
+func (m *module) reserve(r *reader, err error) {
+	if m.reserved == nil {
+		m.reserved = fmt.Errorf("byte %d: %w", r.base+r.pos, err)
+	}
+}
+
+// split cuts the module into its sections.
+func (m *module) split(wasm []byte) {
+	r := &reader{b: wasm, pos: 8}
+	for !r.done() {
+		id := r.byte()
+		size := r.u32()
+		off := r.pos
+		body := r.bytes(size)
+		if id > secTag {
+			r.pos = off
+			r.fail("unknown section id %d", id)
+		}
+		if id == secTag {
+			r.pos = off
+			r.fail("exception handling (a tag section) is not supported")
+		}
+		m.sections = append(m.sections, section{id: id, body: body, off: off})
+	}
+	for i := range m.sections {
+		s := &m.sections[i]
+		if s.id == secCustom {
+			continue
+		}
+		if m.byID[s.id] != nil {
+			r := s.reader()
+			r.fail("a second section with id %d", s.id)
+		}
+		m.byID[s.id] = s
+	}
+}
+
+// survey counts what the new indices depend on.
+func (m *module) survey() {
+	if s := m.byID[secType]; s != nil {
+		r := s.reader()
+		m.types = r.u32()
+		for i := uint32(0); i < m.types; i++ {
+			if form := r.byte(); form != 0x60 {
+				r.fail("unsupported type form 0x%02x (GC types are not supported)", form)
+			}
+			n := r.u32()
+			for k := n; k > 0; k-- {
+				r.valtype()
+			}
+			for k := r.u32(); k > 0; k-- {
+				r.valtype()
+			}
+			m.params = append(m.params, n)
+		}
+	}
+	if s := m.byID[secImport]; s != nil {
+		r := s.reader()
+		for n := r.u32(); n > 0; n-- {
+			mod := r.name()
+			r.name()
+			if string(mod) == ImportModule {
+				m.reserve(r, fmt.Errorf("imports from %q: %w", ImportModule, ErrReserved))
+			}
+			switch kind := r.byte(); kind {
+			case 0:
+				r.u32()
+				m.funcImports++
+			case 1:
+				r.valtype()
+				r.table()
+			case 2:
+				r.limits()
+			case 3:
+				r.valtype()
+				r.byte()
+				m.globalImports++
+			default:
+				r.fail("unsupported import kind %d", kind)
+			}
+		}
+	}
+	if s := m.byID[secGlobal]; s != nil {
+		m.globals = s.reader().u32()
+	}
+	if s := m.byID[secFunction]; s != nil {
+		r := s.reader()
+		m.funcs = r.u32()
+		for i := uint32(0); i < m.funcs; i++ {
+			t := r.u32()
+			if t >= m.types {
+				r.fail("function %d declares type %d, which does not exist (%d types)", i, t, m.types)
+			}
+			m.funcType = append(m.funcType, t)
+		}
+	}
+	if s := m.byID[secStart]; s != nil {
+		r := s.reader()
+		m.hasStart, m.start = true, r.u32()
+	}
+	m.flag = m.globalImports + m.globals
+	if m.mode == Fuel {
+		m.shift, m.tick = 1, m.funcImports
+	}
+}
+
+// global reads a global index, which must name a global of the input.
+func (m *module) global(r *reader) {
+	if i := r.u32(); i >= m.flag {
+		r.fail("global %d does not exist (%d globals)", i, m.flag)
+	}
+}
+
+// fn maps a function index of the input to the output.
+func (m *module) fn(i uint32) uint32 {
+	if i >= m.funcImports {
+		return i + m.shift
+	}
+	return i
+}
+
+func (m *module) emit(size int) []byte {
+	out := make([]byte, 0, size+size/8+64)
+	out = append(out, "\x00asm\x01\x00\x00\x00"...)
+	var done [14]bool
+	// add writes the sections this rewrite needs that the module lacks,
+	// before the first section that must follow them.
+	add := func(before int) {
+		if m.mode == Fuel && !done[secType] && before > rank[secType] {
+			done[secType] = true
+			out = m.section(out, secType, m.typeSection(nil))
+		}
+		if m.mode == Fuel && !done[secImport] && before > rank[secImport] {
+			done[secImport] = true
+			out = m.section(out, secImport, m.importSection(nil))
+		}
+		if !done[secGlobal] && before > rank[secGlobal] {
+			done[secGlobal] = true
+			out = m.section(out, secGlobal, m.globalSection(nil))
+		}
+		if (m.hasStart || m.mode == Flag) && !done[secExport] && before > rank[secExport] {
+			done[secExport] = true
+			out = m.section(out, secExport, m.exportSection(nil))
+		}
+	}
+	last := -1 // the last section that is not a custom section
+	for i := range m.sections {
+		if m.sections[i].id != secCustom {
+			last = i
+		}
+	}
+	for i := range m.sections {
+		s := &m.sections[i]
+		if s.id == secCustom {
+			if i > last {
+				// New sections go before the custom sections that end
+				// the module (the name section, by convention last).
+				add(len(rank) + 1)
+			}
+			out = m.custom(out, s)
+			continue
+		}
+		add(rank[s.id])
+		done[s.id] = true
+		switch s.id {
+		case secType:
+			out = m.section(out, s.id, m.typeSection(s))
+		case secImport:
+			out = m.section(out, s.id, m.importSection(s))
+		case secGlobal:
+			out = m.section(out, s.id, m.globalSection(s))
+		case secExport:
+			out = m.section(out, s.id, m.exportSection(s))
+		case secStart:
+			// Dropped: the start function is exported as ExportStart.
+		case secElement:
+			out = m.section(out, s.id, m.elementSection(s))
+		case secTable:
+			m.tableSection(s)
+			out = m.section(out, s.id, s.body)
+		case secMemory:
+			m.memorySection(s)
+			out = m.section(out, s.id, s.body)
+		case secData:
+			m.dataSection(s)
+			out = m.section(out, s.id, s.body)
+		case secDataCount:
+			r := s.reader()
+			r.u32()
+			if !r.done() {
+				r.fail("junk after the data count")
+			}
+			out = m.section(out, s.id, s.body)
+		case secCode:
+			out = m.section(out, s.id, m.codeSection(s))
+		default:
+			out = m.section(out, s.id, s.body)
+		}
+	}
+	add(len(rank) + 1)
+	if m.byID[secCode] == nil && m.funcs > 0 {
+		(&reader{base: len(out)}).fail("%d functions declared but no code section", m.funcs)
+	}
+	return out
+}
+
+func (m *module) section(out []byte, id byte, body []byte) []byte {
+	out = append(out, id)
+	out = appendU32(out, uint32(len(body)))
+	return append(out, body...)
+}
+
+// typeSection appends the tick's type, () -> (i32), in Fuel mode.
+func (m *module) typeSection(s *section) []byte {
+	if m.mode != Fuel {
+		return s.body
+	}
+	var b []byte
+	rest := []byte(nil)
+	if s != nil {
+		r := s.reader()
+		r.u32()
+		rest = r.b[r.pos:]
+	}
+	b = appendU32(b, m.types+1)
+	b = append(b, rest...)
+	return append(b, 0x60, 0x00, 0x01, 0x7f)
+}
+
+// importSection appends the tick in Fuel mode; it becomes the function
+// after the module's own imported functions.
+func (m *module) importSection(s *section) []byte {
+	if m.mode != Fuel {
+		return s.body
+	}
+	var b []byte
+	count, rest := uint32(0), []byte(nil)
+	if s != nil {
+		r := s.reader()
+		count = r.u32()
+		rest = r.b[r.pos:]
+	}
+	b = appendU32(b, count+1)
+	b = append(b, rest...)
+	b = appendName(b, ImportModule)
+	b = appendName(b, ImportTick)
+	b = append(b, 0x00)
+	return appendU32(b, m.types)
+}
+
+// globalSection rewrites the initialisers' function references and
+// appends the fuel or the stop flag.
+func (m *module) globalSection(s *section) []byte {
+	var b []byte
+	b = appendU32(b, m.globals+1)
+	if s != nil {
+		r := s.reader()
+		r.u32()
+		for i := uint32(0); i < m.globals; i++ {
+			start := r.pos
+			r.valtype()
+			r.byte()
+			b = append(b, r.b[start:r.pos]...)
+			b = m.constExpr(r, b)
+		}
+		if !r.done() {
+			r.fail("junk after the global section")
+		}
+	}
+	init := int32(0)
+	if m.mode == Fuel {
+		init = Refill
+	}
+	b = append(b, 0x7f, 0x01, 0x41)
+	b = appendS32(b, init)
+	return append(b, 0x0b)
+}
+
+// exportSection renumbers exported functions and exports the moved start
+// function and, in Flag mode, the stop flag.
+func (m *module) exportSection(s *section) []byte {
+	var b []byte
+	count := uint32(0)
+	var entries []byte
+	if s != nil {
+		r := s.reader()
+		count = r.u32()
+		for i := uint32(0); i < count; i++ {
+			name := r.name()
+			if n := string(name); n == ExportStart || n == ExportStop {
+				m.reserve(r, fmt.Errorf("exports %q: %w", n, ErrReserved))
+			}
+			entries = appendName(entries, string(name))
+			kind := r.byte()
+			idx := r.u32()
+			if kind == 0 {
+				idx = m.fn(idx)
+			}
+			if kind == 3 && idx >= m.flag {
+				r.fail("global %d does not exist", idx)
+			}
+			entries = appendU32(append(entries, kind), idx)
+		}
+		if !r.done() {
+			r.fail("junk after the export section")
+		}
+	}
+	if m.hasStart {
+		count++
+		entries = appendName(entries, ExportStart)
+		entries = appendU32(append(entries, 0x00), m.fn(m.start))
+	}
+	if m.mode == Flag {
+		count++
+		entries = appendName(entries, ExportStop)
+		entries = appendU32(append(entries, 0x03), m.flag)
+	}
+	b = appendU32(b, count)
+	return append(b, entries...)
+}
+
+// tableSection checks the tables.
+func (m *module) tableSection(s *section) {
+	r := s.reader()
+	for n := r.u32(); n > 0; n-- {
+		if r.peek() == 0x40 {
+			r.fail("tables with an initialiser are not supported")
+		}
+		r.valtype()
+		r.table()
+	}
+	if !r.done() {
+		r.fail("junk after the table section")
+	}
+}
+
+// memorySection checks the memories.
+func (m *module) memorySection(s *section) {
+	r := s.reader()
+	for n := r.u32(); n > 0; n-- {
+		r.limits()
+	}
+	if !r.done() {
+		r.fail("junk after the memory section")
+	}
+}
+
+// dataSection checks the data segments.
+func (m *module) dataSection(s *section) {
+	r := s.reader()
+	for n := r.u32(); n > 0; n-- {
+		switch flags := r.u32(); flags {
+		case 0:
+			m.constExpr(r, nil)
+		case 1:
+		case 2:
+			r.u32()
+			m.constExpr(r, nil)
+		default:
+			r.fail("unknown data segment flags %d", flags)
+		}
+		r.name() // the bytes
+	}
+	if !r.done() {
+		r.fail("junk after the data section")
+	}
+}
+
+// elementSection renumbers the functions of element segments.
+func (m *module) elementSection(s *section) []byte {
+	r := s.reader()
+	n := r.u32()
+	b := appendU32(nil, n)
+	for ; n > 0; n-- {
+		flags := r.u32()
+		b = appendU32(b, flags)
+		if flags > 7 {
+			r.fail("unknown element segment flags %d", flags)
+		}
+		if flags&3 == 2 { // explicit table index
+			b = appendU32(b, r.u32())
+		}
+		if flags&1 == 0 { // active: an offset
+			b = m.constExpr(r, b)
+		}
+		if flags&3 != 0 { // an element kind or a reference type
+			start := r.pos
+			if flags&4 == 0 {
+				if k := r.byte(); k != 0 {
+					r.fail("unknown element kind %d", k)
+				}
+			} else {
+				r.valtype()
+			}
+			b = append(b, r.b[start:r.pos]...)
+		}
+		count := r.u32()
+		b = appendU32(b, count)
+		for ; count > 0; count-- {
+			if flags&4 == 0 {
+				b = appendU32(b, m.fn(r.u32()))
+			} else {
+				b = m.constExpr(r, b)
+			}
+		}
+	}
+	if !r.done() {
+		r.fail("junk after the element section")
+	}
+	return b
+}
+
+// constExpr copies a constant expression, renumbering ref.func.
+func (m *module) constExpr(r *reader, b []byte) []byte {
+	for {
+		start := r.pos
+		switch op := r.byte(); op {
+		case 0x0b:
+			return append(b, op)
+		case 0x41:
+			r.skipLEB(5)
+		case 0x23:
+			m.global(r)
+		case 0x42:
+			r.skipLEB(10)
+		case 0x43:
+			r.bytes(4)
+		case 0x44:
+			r.bytes(8)
+		case 0xd0:
+			r.skipLEB(5)
+		case 0xd2:
+			b = append(b, op)
+			b = appendU32(b, m.fn(r.u32()))
+			continue
+		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended-const arithmetic
+		case 0xfd:
+			if sub := r.u32(); sub != 12 {
+				r.fail("SIMD instruction %d in a constant expression", sub)
+			}
+			r.bytes(16)
+		default:
+			r.pos = start
+			r.fail("instruction 0x%02x in a constant expression", op)
+		}
+		b = append(b, r.b[start:r.pos]...)
+	}
+}
+
+// custom keeps a custom section, renumbers the functions of the name
+// section, and drops sections whose code offsets the checks made stale.
+func (m *module) custom(out []byte, s *section) []byte {
+	r := s.reader()
+	name := string(r.name())
+	switch {
+	case strings.HasPrefix(name, ".debug_"), name == "sourceMappingURL", name == "external_debug_info",
+		strings.HasPrefix(name, "metadata.code."):
+		return out
+	case name == "name":
+		body, ok := m.nameSection(r)
+		if !ok {
+			return out // malformed names are better lost than wrong
+		}
+		return m.section(out, secCustom, body)
+	}
+	return m.section(out, secCustom, s.body)
+}
+
+// nameSection renumbers the function names, local names and label names.
+// It reports false when it cannot parse the section.
+func (m *module) nameSection(r *reader) (body []byte, ok bool) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			if _, isFailure := rec.(failure); !isFailure {
+				panic(rec)
+			}
+			body, ok = nil, false
+		}
+	}()
+	b := appendName(nil, "name")
+	for !r.done() {
+		id := r.byte()
+		sub := &reader{b: r.bytes(r.u32())}
+		var nb []byte
+		switch id {
+		case 1: // function names: vec(funcidx name)
+			n := sub.u32()
+			nb = appendU32(nb, n)
+			for ; n > 0; n-- {
+				nb = appendU32(nb, m.fn(sub.u32()))
+				nb = appendName(nb, string(sub.name()))
+			}
+		case 2, 3: // local and label names: vec(funcidx vec(idx name))
+			n := sub.u32()
+			nb = appendU32(nb, n)
+			for ; n > 0; n-- {
+				nb = appendU32(nb, m.fn(sub.u32()))
+				start := sub.pos
+				for k := sub.u32(); k > 0; k-- {
+					sub.u32()
+					sub.name()
+				}
+				nb = append(nb, sub.b[start:sub.pos]...)
+			}
+		default:
+			nb = sub.b
+			sub.pos = len(sub.b)
+		}
+		if !sub.done() {
+			return nil, false
+		}
+		b = append(b, id)
+		b = appendU32(b, uint32(len(nb)))
+		b = append(b, nb...)
+	}
+	return b, true
+}
