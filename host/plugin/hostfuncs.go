@@ -32,9 +32,25 @@ func callerOf(ctx context.Context) *Instance {
 	return in
 }
 
+// MaxHostCallsPerCall caps the log and emit calls one call into a plugin
+// may make; the rest are dropped and counted. A plugin that emits in a
+// tight loop floods neither the client nor the log (ABI.md §4 lets hosts
+// rate-limit).
+const MaxHostCallsPerCall = 32
+
+// admit counts a host call and says whether it is within the cap.
+func (in *Instance) admit() bool {
+	in.hostCalls++
+	if in.hostCalls > MaxHostCallsPerCall {
+		in.droppedHostCalls.Add(1)
+		return false
+	}
+	return true
+}
+
 func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 	in := callerOf(ctx)
-	if in == nil {
+	if in == nil || !in.admit() {
 		return
 	}
 	level, ptr, n := api.DecodeI32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
@@ -59,7 +75,7 @@ func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 
 func hostEmit(ctx context.Context, m api.Module, stack []uint64) {
 	in := callerOf(ctx)
-	if in == nil {
+	if in == nil || !in.admit() {
 		return
 	}
 	namePtr, nameLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])

@@ -101,6 +101,9 @@ type Instance struct {
 	sink             Sink
 	logger           *slog.Logger
 	droppedHostCalls atomic.Uint64
+	// hostCalls counts log and emit calls during the current call into the
+	// plugin, to cap them at MaxHostCallsPerCall.
+	hostCalls int
 	// stdout and stderr receive the plugin's WASI output as log lines.
 	stdout, stderr logWriter
 	budgetState
