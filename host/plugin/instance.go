@@ -88,7 +88,11 @@ type Instance struct {
 	mem    api.Memory
 	ctx    context.Context
 
-	buffer, process, init, event, rate api.Function
+	// process and event are looked up once and kept: they run during the
+	// call. The set-up exports (vox_buffer, vox_init, vox_rate) are looked
+	// up when used, because every handle wazero makes carries its own call
+	// engine with a 10 KiB stack, which would stay for the whole call.
+	process, event api.Function
 	// stack is reused by every call: CallWithStack writes results over params.
 	stack []uint64
 
@@ -181,16 +185,9 @@ func (p *Plugin) instantiate(ctx context.Context, budget time.Duration) (*Instan
 		w.add(in)
 	}
 	in.mem = mod.Memory()
-	in.buffer = mod.ExportedFunction(abi.ExportBuffer)
 	in.process = mod.ExportedFunction(abi.ExportProcess)
-	if p.hasInit {
-		in.init = mod.ExportedFunction(abi.ExportInit)
-	}
 	if p.hasEvent {
 		in.event = mod.ExportedFunction(abi.ExportEvent)
-	}
-	if p.hasRate {
-		in.rate = mod.ExportedFunction(abi.ExportRate)
 	}
 	if p.hasStart {
 		if err := in.call(mod.ExportedFunction(preempt.ExportStart)); err != nil {
@@ -232,15 +229,15 @@ func (in *Instance) configure(cfg InstanceConfig) error {
 	if err := in.negotiate(max(frameBytes(in.inRate), len(config))); err != nil {
 		return err
 	}
-	if in.init != nil {
+	if in.plugin.hasInit {
 		copy(in.view, config)
-		if _, err := in.callStatus(in.init, abi.ExportInit, uint64(len(config))); err != nil {
+		if _, err := in.callStatus(in.mod.ExportedFunction(abi.ExportInit), abi.ExportInit, uint64(len(config))); err != nil {
 			return err
 		}
 	}
 	in.outRate = in.inRate
-	if in.rate != nil {
-		out, err := in.callStatus(in.rate, abi.ExportRate, uint64(in.inRate))
+	if in.plugin.hasRate {
+		out, err := in.callStatus(in.mod.ExportedFunction(abi.ExportRate), abi.ExportRate, uint64(in.inRate))
 		if err != nil {
 			return fmt.Errorf("%w: input of %d Hz", err, in.inRate)
 		}
@@ -259,7 +256,7 @@ func (in *Instance) configure(cfg InstanceConfig) error {
 // of it.
 func (in *Instance) negotiate(capacity int) error {
 	in.stack[0] = api.EncodeI32(int32(capacity))
-	if err := in.call(in.buffer); err != nil {
+	if err := in.call(in.mod.ExportedFunction(abi.ExportBuffer)); err != nil {
 		return in.trap(abi.ExportBuffer, 0, err)
 	}
 	ptr := api.DecodeI32(in.stack[0])
