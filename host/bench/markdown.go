@@ -72,7 +72,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("| sessions | frames/s | frames/s/core | 50 fps calls | heap KiB/session | RSS KiB/session |")
 		p("|---:|---:|---:|---:|---:|---:|")
 		for _, s := range rows {
-			p("| %d | %.0f | %.0f | %.0f | %.1f | %.1f |", s.Sessions, s.FramesPerSec, s.FramesPerSecPerCore, s.RealtimeCalls, s.HeapKiBPerSession, s.RSSKiBPerSession)
+			p("| %d | %.0f | %.0f | %.0f | %.1f | %s |", s.Sessions, s.FramesPerSec, s.FramesPerSecPerCore, s.RealtimeCalls, s.HeapKiBPerSession, kib(s.RSSKiBPerSession))
 		}
 		p("")
 	}
@@ -137,6 +137,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("`voxhost bench sessions`, `voxhost serve` + `voxhost loadgen --sweep …`, `voxhost bench echo`.")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// kib shows a per-session RSS delta; with one session the process may have
+// returned more memory to the OS than the session took, which says nothing.
+func kib(v float64) string {
+	if v < 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
