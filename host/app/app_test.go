@@ -2,11 +2,10 @@ package app_test
 
 import (
 	"context"
+	"github.com/voxhost/voxhost/internal/hosttest"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +13,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voxhost/voxhost/host/app"
-	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
-	"github.com/voxhost/voxhost/host/offline"
-	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
 )
 
@@ -56,7 +51,7 @@ func TestDefaultHostServesAndDrains(t *testing.T) {
 	// same audio with the same pipeline.
 	ulaw := make([]byte, 8000)
 	codec.EncodeUlaw(ulaw, signal.Speech(8000, 1))
-	want := offlineRun(t, app.DefaultPipelineSpec, ulaw)
+	want := hosttest.OfflineUlaw(t, app.DefaultPipelineSpec, ulaw)[:len(ulaw)] // the live call answers frames, not the flush tail
 	var got []byte
 	for off := 0; off < len(ulaw); off += 160 {
 		if err := c.Write(dctx, websocket.MessageBinary, ulaw[off:off+160]); err != nil {
@@ -132,37 +127,4 @@ func TestOverridesAndRefusals(t *testing.T) {
 	if _, err := app.New(context.Background(), cfg, quiet()); err == nil || !strings.Contains(err.Error(), `unknown plugin "reverb"`) {
 		t.Fatalf("unknown plugin: %v", err)
 	}
-}
-
-// offlineRun is what `voxhost run` produces for μ-law input.
-func offlineRun(t *testing.T, spec string, ulaw []byte) []byte {
-	t.Helper()
-	ctx := context.Background()
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	specs, err := pipeline.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := catalog.New(rt, "").Definition(ctx, "offline", specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.ul"), filepath.Join(dir, "out.ul")
-	if err := os.WriteFile(in, ulaw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := offline.Run(ctx, offline.Options{Definition: def, In: in, Out: out, Events: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Flush may append a tail; the live call only answers frames.
-	return res[:len(ulaw)]
 }

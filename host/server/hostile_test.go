@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
 // TestHostilePluginsAreContained runs each hostile plugin in a call beside
@@ -37,7 +39,7 @@ func TestHostilePluginsAreContained(t *testing.T) {
 	}
 	h := newHost(t, pipelines, nil)
 	ulaw := ulawSpeech(0.2)
-	want := offlineRun(t, "gain db=-6", ulaw)
+	want := hosttest.OfflineUlaw(t, "gain db=-6", ulaw)
 	for _, tc := range cases {
 		t.Run(tc.plugin, func(t *testing.T) {
 			var wg sync.WaitGroup

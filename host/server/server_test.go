@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/voxhost/voxhost/internal/hosttest"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,7 +21,6 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/offline"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
@@ -103,36 +102,6 @@ func ulawSpeech(seconds float64) []byte {
 	return ulaw
 }
 
-// offlineRun is what `voxhost run` produces for the same μ-law input.
-func offlineRun(t *testing.T, spec string, ulaw []byte) []byte {
-	t.Helper()
-	ctx := context.Background()
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	cat := catalog.New(rt, "")
-	specs, _ := pipeline.ParseSpec(spec)
-	def, err := cat.Definition(ctx, "offline", specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.ul"), filepath.Join(dir, "out.ul")
-	if err := os.WriteFile(in, ulaw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := offline.Run(ctx, offline.Options{Definition: def, In: in, Out: out, Events: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := os.ReadFile(out) // the μ-law bytes themselves: decoding would fold 0x7F into 0xFF
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 func readMessage(t testing.TB, c *websocket.Conn) (websocket.MessageType, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -147,7 +116,7 @@ func readMessage(t testing.TB, c *websocket.Conn) (websocket.MessageType, []byte
 func TestRawCallMatchesOfflineRun(t *testing.T) {
 	h := newHost(t, map[string]string{"main": "passthrough", "quiet": "gain db=-6"}, nil)
 	ulaw := ulawSpeech(3)
-	want := offlineRun(t, "gain db=-6", ulaw)
+	want := hosttest.OfflineUlaw(t, "gain db=-6", ulaw)
 	c := dial(t, h.url+"/ws?pipeline=quiet")
 	defer c.CloseNow()
 	ctx := context.Background()
@@ -180,7 +149,7 @@ func twilioMsg(event string, seq int, body string) []byte {
 func TestTwilioConversation(t *testing.T) {
 	h := newHost(t, map[string]string{"main": "passthrough", "bot": "gain db=-6 | " + testdataPlugin("clear_on_dtmf")}, nil)
 	ulaw := ulawSpeech(1)
-	want := offlineRun(t, "gain db=-6", ulaw)
+	want := hosttest.OfflineUlaw(t, "gain db=-6", ulaw)
 	c := dial(t, h.url+"/twilio")
 	defer c.CloseNow()
 	ctx := context.Background()
@@ -536,7 +505,7 @@ func TestTrappingPluginBypassOrEndCall(t *testing.T) {
 		"strict": "gain db=-6 | " + pluginFixture("trap") + " on_error=end_call",
 	}, nil)
 	ulaw := ulawSpeech(0.2)
-	want := offlineRun(t, "gain db=-6", ulaw)
+	want := hosttest.OfflineUlaw(t, "gain db=-6", ulaw)
 	ctx := context.Background()
 
 	c := dial(t, h.url+"/ws")

@@ -8,9 +8,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/offline"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 )
@@ -74,4 +77,48 @@ func Process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frameBytes int) []b
 		out = append(out, view...)
 	}
 	return out
+}
+
+// BenchFrames pushes one frame through p b.N times and reports ns/frame,
+// as `voxhost bench hop` measures a plugin.
+func BenchFrames(b *testing.B, p *pipeline.Pipeline, frame []byte) {
+	src := &pipeline.PCM{Frame: frame}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Process(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/frame")
+}
+
+// OfflineUlaw is what `voxhost run` makes of μ-law input with the inline
+// pipeline spec — the expectation a live call is compared against. It
+// returns the μ-law bytes themselves (decoding would fold 0x7F into 0xFF),
+// flush tail included.
+func OfflineUlaw(t testing.TB, spec string, ulaw []byte) []byte {
+	t.Helper()
+	ctx := context.Background()
+	specs, err := pipeline.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := Catalog(t).Definition(ctx, "offline", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.ul"), filepath.Join(dir, "out.ul")
+	if err := os.WriteFile(in, ulaw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := offline.Run(ctx, offline.Options{Definition: def, In: in, Out: out, Events: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -405,19 +405,7 @@ func BenchmarkProcess(b *testing.B) {
 		pcm  []byte
 	}{{"speech", signal.Speech(rate, 0.02)}, {"noise-60dBFS", signal.Noise(rate, 0.02, 0.001, 1)}} {
 		b.Run(in.name, func(b *testing.B) {
-			benchFrames(b, newPipeline(b, hosttest.Catalog(b), ""), in.pcm)
+			hosttest.BenchFrames(b, newPipeline(b, hosttest.Catalog(b), ""), in.pcm)
 		})
 	}
-}
-
-func benchFrames(b *testing.B, p *pipeline.Pipeline, frame []byte) {
-	src := &pipeline.PCM{Frame: frame}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := p.Process(src); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/frame")
 }

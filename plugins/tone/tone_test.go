@@ -394,19 +394,7 @@ func BenchmarkProcess(b *testing.B) {
 	frame := signal.Speech(rate, 0.02)
 	for _, cfg := range []string{"kind=tone", "kind=tone mode=replace", "kind=beep", "kind=noise"} {
 		b.Run(cfg, func(b *testing.B) {
-			benchFrames(b, newPipeline(b, hosttest.Catalog(b), cfg), frame)
+			hosttest.BenchFrames(b, newPipeline(b, hosttest.Catalog(b), cfg), frame)
 		})
 	}
-}
-
-func benchFrames(b *testing.B, p *pipeline.Pipeline, frame []byte) {
-	src := &pipeline.PCM{Frame: frame}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := p.Process(src); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/frame")
 }
