@@ -133,7 +133,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("| jargo (Go) | goroutine + channel per processor | ~7.5 µs per hop at depth 64 (16 cores) |")
 	p("| flowcat (Rust) | native stages compiled into the server | ~0.2 µs per frame through 7 no-op stages; ~4.9 M frames/s per core |")
 	p("")
-	p("Reproduce: `make bench` (about 5 minutes on 2 cores), or the pieces: `voxhost bench hop`,")
+	p("Reproduce: `make bench` (about 2 minutes on 2 cores), or the pieces: `voxhost bench hop`,")
 	p("`voxhost bench sessions`, `voxhost serve` + `voxhost loadgen --sweep …`, `voxhost bench echo`.")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -151,7 +151,12 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	defer p.Close(ctx)
+	closed := false
+	defer func() {
+		if !closed {
+			p.Close(ctx)
+		}
+	}()
 	if outFormat == audiofile.FormatUlaw && p.OutputRate() != abi.TelephonyRate {
 		return sum, fmt.Errorf("%s: the pipeline produces %d Hz audio but μ-law files are 8000 Hz; write a .wav or end the pipeline at 8000 Hz", opts.Out, p.OutputRate())
 	}
@@ -219,6 +224,11 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	sum.Elapsed = time.Since(start)
 	sum.InputMs = len(pcm) / abi.SampleBytes * 1000 / rate
 	sum.OutputRate = p.OutputRate()
+	// call_end may make plugins emit too: close before counting.
+	closed = true
+	if err := p.Close(ctx); err != nil {
+		return sum, err
+	}
 	sum.Events = events.count
 	sum.Faults = faults
 	if events.err != nil {
