@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voxhost/voxhost/host/admin"
 	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/codec"
 )
@@ -698,5 +700,28 @@ func TestReloadPipelines(t *testing.T) {
 	}
 	if ok, rej := h.metric(`voxhost_pipeline_reloads_total{result="ok"}`), h.metric(`voxhost_pipeline_reloads_total{result="rejected"}`); ok != "2" || rej != "2" {
 		t.Errorf("pipeline reloads: ok %s, rejected %s; want 2 and 2", ok, rej)
+	}
+}
+
+func TestProfilesNeedTheAdminToken(t *testing.T) {
+	hs := httptest.NewServer(admin.NewHandler(admin.HandlerOptions{Tokens: []string{"adm"}}))
+	defer hs.Close()
+	for tok, want := range map[string]int{"": http.StatusUnauthorized, "adm": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodGet, hs.URL+"/debug/pprof/goroutine?debug=1", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("token %q: %d, want %d", tok, resp.StatusCode, want)
+		}
+		if want == http.StatusOK && !strings.Contains(string(body), "goroutine profile") {
+			t.Fatalf("not a goroutine profile: %.80s", body)
+		}
 	}
 }

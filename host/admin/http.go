@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 )
 
@@ -39,6 +40,7 @@ type HandlerOptions struct {
 //	DELETE /plugins/{name}   refused (409) while pipelines use it
 //	GET    /pipelines        the pipelines new calls may ask for, with each stage's sha256
 //	POST   /reload           reread the config file's pipelines
+//	GET    /debug/pprof/...  Go profiles of the process (net/http/pprof)
 //
 // Errors are JSON {"error": "..."}, with "problems" for an invalid module
 // and "used_by" for a plugin in use.
@@ -57,9 +59,16 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("DELETE /plugins/{name}", h.deletePlugin)
 	mux.HandleFunc("GET /pipelines", h.listPipelines)
 	mux.HandleFunc("POST /reload", h.reload)
+	// Profiles of the live process, behind the same token: where a busy
+	// host spends its CPU is the first question when calls slow down.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf(
-			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines and POST /reload", r.Method, r.URL.Path)})
+			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload and GET /debug/pprof/", r.Method, r.URL.Path)})
 	})
 	return h.authorize(mux)
 }
