@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -102,6 +103,11 @@ func pluginCommand() *cli.Command {
 // readModule reads the one module argument: a stock plugin name or a file.
 func readModule(c *cli.Context) (string, []byte, error) {
 	if c.NArg() != 1 {
+		for _, a := range c.Args().Slice() {
+			if strings.HasPrefix(a, "-") {
+				return "", nil, fmt.Errorf("%s: flags go before the file, e.g. voxhost plugin %s %s FILE.wasm", c.Command.Name, c.Command.Name, a)
+			}
+		}
 		return "", nil, fmt.Errorf("%s needs one .wasm file or stock plugin name", c.Command.Name)
 	}
 	ref := c.Args().First()

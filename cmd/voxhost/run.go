@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -20,12 +21,20 @@ func runCommand() *cli.Command {
 		Description: `Events that plugins emit are written as JSON lines to --events (default stderr).
    Example: voxhost run --pipeline "gain db=-6 | passthrough" in.wav out.wav`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Usage: `stages separated by "|", each a plugin and key=value config`, Required: true},
+			&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Usage: `stages separated by "|", each a plugin and key=value config (required)`},
 			&cli.StringFlag{Name: "events", Usage: "file for the JSON-lines event log (\"-\" or empty: stderr)"},
 			&cli.StringFlag{Name: "dtmf", Usage: `key presses to deliver, e.g. "500:5,1200:#" (ms:key)`},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
 		},
 		Action: func(c *cli.Context) error {
+			for _, a := range c.Args().Slice() {
+				if strings.HasPrefix(a, "-") {
+					return fmt.Errorf("run: flags go before IN and OUT, e.g. voxhost run %s IN OUT", a)
+				}
+			}
+			if c.String("pipeline") == "" {
+				return fmt.Errorf(`run needs --pipeline, e.g. voxhost run --pipeline "gain db=-6" IN OUT`)
+			}
 			if c.NArg() != 2 {
 				return fmt.Errorf("run needs IN and OUT files, got %d arguments (see voxhost run --help)", c.NArg())
 			}
