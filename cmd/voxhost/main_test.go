@@ -135,3 +135,15 @@ func TestPluginTestExitCodes(t *testing.T) {
 		t.Fatalf("bad --config: %v", err)
 	}
 }
+
+func TestFlagsAfterFilesAreExplained(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "in.wav", "out.wav", "--pipeline", "gain"},
+		{"plugin", "test", "gain", "--config", "{}"},
+	} {
+		err := voxhost(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "flags go before") {
+			t.Errorf("voxhost %s: %v, want the flags-first hint", strings.Join(args, " "), err)
+		}
+	}
+}
