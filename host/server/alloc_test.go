@@ -75,9 +75,10 @@ func TestCallLoopAllocatesNothingPerFrame(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			perFrame := float64(after.Mallocs-before.Mallocs) / frames
 			t.Logf("%s: %.3f allocations per frame, client and server together", tc.path, perFrame)
-			// Not exactly zero: the runtime itself allocates now and then
-			// (timers, GC bookkeeping). One per frame would be a real leak.
-			if perFrame > 0.05 {
+			// The count is process-wide: goroutines left by earlier tests
+			// (closing calls, timers) and the runtime itself allocate now and
+			// then. An allocation on the frame path would count ≥ 1 per frame.
+			if perFrame > 0.5 {
 				t.Fatalf("%.3f allocations per frame; the call loop must allocate nothing per frame", perFrame)
 			}
 		})
