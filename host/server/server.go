@@ -120,6 +120,16 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = newMetrics(func() float64 { return float64(opts.Runtime.LiveInstances()) })
+	// Readiness as a series too: a pod that is full (or draining) drops
+	// out of its Service, and dashboards should show why.
+	s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "voxhost_ready", Help: "1 while /readyz answers 200: not draining and below the high-water mark.",
+	}, func() float64 {
+		if s.draining.Load() || s.atCapacity() {
+			return 0
+		}
+		return 1
+	}))
 	s.metrics.capacity.Set(float64(opts.MaxCalls))
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))

@@ -644,6 +644,7 @@ func TestReadinessHysteresis(t *testing.T) {
 	if got := get(t, h, "/readyz"); got != http.StatusServiceUnavailable {
 		t.Fatalf("readyz at the high-water mark: %d", got)
 	}
+	assertMetric(t, h, "voxhost_ready 0")
 	// Calls beyond the high-water mark are still accepted, up to max_calls:
 	// readiness steers the load balancer, it does not refuse.
 	extra := dial(t, h.url+"/ws")
@@ -657,4 +658,5 @@ func TestReadinessHysteresis(t *testing.T) {
 	}
 	calls[2].CloseNow()
 	assertMetric(t, h, "voxhost_calls_capacity 10")
+	assertMetric(t, h, "voxhost_ready 1")
 }
