@@ -3,9 +3,6 @@ package plugin
 import (
 	"context"
 	"errors"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -27,37 +24,12 @@ import (
 // Because the guest leaves its compiled code at every tick, a plugin that
 // loops forever still lets the Go scheduler preempt its goroutine and the
 // garbage collector stop the world. Go cannot preempt compiled WebAssembly
-// otherwise: a stop flag set by a watchdog goroutine (enforceFlag, kept to
-// measure it) hangs the process when the garbage collector starts while a
-// plugin loops, or when as many plugins loop as there are Ps.
+// otherwise: a stop flag set by a watchdog goroutine hangs the process when
+// the garbage collector starts while a plugin loops, or when as many
+// plugins loop as there are Ps (RATIONALE.md has the measurements).
 
-// enforcement is how budgets are enforced. Only enforceFuel is meant for
-// production; the others exist so the benchmarks of RATIONALE.md measure
-// the alternatives in one run (export_test.go).
-type enforcement uint8
-
-const (
-	// enforceFuel: fuel checks and the tick, above.
-	enforceFuel enforcement = iota
-	// enforceNone: no instrumentation; a looping plugin hangs its call.
-	enforceNone
-	// enforceFlag: preempt.Flag checks of a global that a watchdog
-	// goroutine sets.
-	enforceFlag
-	// enforceContext: wazero's WithCloseOnContextDone, each instance
-	// calling with its own context, which the watchdog cancels.
-	enforceContext
-)
-
-func (e enforcement) instrumentation() (preempt.Mode, bool) {
-	switch e {
-	case enforceFuel:
-		return preempt.Fuel, true
-	case enforceFlag:
-		return preempt.Flag, true
-	}
-	return 0, false
-}
+// unmetered, for the overhead benchmark only (export_test.go), compiles
+// modules without the fuel checks: a looping plugin then hangs its call.
 
 // startExport names the start function in errors.
 const startExport = "the start function"
@@ -67,33 +39,17 @@ type budgetState struct {
 	// calls counts the calls into the instance, so that the tick knows a
 	// new call from the one it saw last.
 	calls uint64
-	// budget caps each call once the instance is set up; limit, in
-	// nanoseconds, caps the call under way (the init budget during set-up).
-	// limit is atomic only for the watchdog of the alternatives.
+	// budget caps each call once the instance is set up; limit caps the
+	// call under way (the init budget during set-up).
 	budget time.Duration
-	limit  atomic.Int64
+	limit  time.Duration
 	// tickCall is the call the last tick belonged to, tickLast the time of
 	// that tick and ran how long the call has run since its first tick.
 	tickCall   uint64
 	tickLast   time.Duration
 	ran        time.Duration
 	overBudget bool
-
-	// The watchdog alternatives: busy is the running call's number, 0 when
-	// idle, with killBit once the watchdog has claimed the call; killSet
-	// says it has set the flag or cancelled the context since.
-	watched  bool
-	busy     atomic.Uint64
-	killSet  atomic.Bool
-	stopFlag api.MutableGlobal
-	cancel   context.CancelFunc
-	// wdCall and wdSeen belong to the watchdog goroutine: the call it saw
-	// running and when it first saw it.
-	wdCall uint64
-	wdSeen time.Time
 }
-
-const killBit = 1 << 63
 
 // maxTickGap caps what the time between two ticks of a call adds to the
 // time it ran. A tick follows the last within about a millisecond of
@@ -137,7 +93,7 @@ func budgetTick(ctx context.Context, stack []uint64) {
 	}
 	in.ran += min(now-in.tickLast, maxTickGap)
 	in.tickLast = now
-	if in.ran >= time.Duration(in.limit.Load()) {
+	if in.ran >= in.limit {
 		in.overBudget = true
 		panic(errBudget)
 	}
@@ -146,118 +102,6 @@ func budgetTick(ctx context.Context, stack []uint64) {
 // call calls fn with the instance's stack, under its budget.
 func (in *Instance) call(fn api.Function) error {
 	in.calls++
-	if in.watched {
-		return in.callWatched(fn)
-	}
+	in.hostCalls = 0
 	return fn.CallWithStack(in.ctx, in.stack)
-}
-
-// callWatched is call for the watchdog alternatives: two atomic operations
-// per call tell the watchdog which call runs since when.
-func (in *Instance) callWatched(fn api.Function) error {
-	in.busy.Store(in.calls)
-	err := fn.CallWithStack(in.ctx, in.stack)
-	if in.busy.Swap(0)&killBit == 0 {
-		return err
-	}
-	// The watchdog claimed this call; wait until it has acted.
-	for !in.killSet.Load() {
-		runtime.Gosched()
-	}
-	in.killSet.Store(false)
-	if err != nil {
-		in.overBudget = true
-		return err
-	}
-	// The call returned just as the watchdog stopped it: undo the stop.
-	if in.stopFlag != nil {
-		in.stopFlag.Set(0)
-	}
-	return nil
-}
-
-// watchdog checks the busy instances of a runtime every millisecond, for
-// the alternatives that need one.
-type watchdog struct {
-	mu        sync.Mutex
-	instances map[*Instance]struct{}
-	wake      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newWatchdog() *watchdog {
-	w := &watchdog{instances: map[*Instance]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go w.run()
-	return w
-}
-
-func (w *watchdog) add(in *Instance) {
-	w.mu.Lock()
-	w.instances[in] = struct{}{}
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (w *watchdog) remove(in *Instance) {
-	w.mu.Lock()
-	delete(w.instances, in)
-	w.mu.Unlock()
-}
-
-func (w *watchdog) close() { w.closeOnce.Do(func() { close(w.done) }) }
-
-// run ticks while there are instances to watch and sleeps otherwise.
-func (w *watchdog) run() {
-	ticker := time.NewTicker(time.Millisecond)
-	defer ticker.Stop()
-	for {
-		w.mu.Lock()
-		idle := len(w.instances) == 0
-		w.mu.Unlock()
-		if idle {
-			select {
-			case <-w.wake:
-			case <-w.done:
-				return
-			}
-		}
-		select {
-		case now := <-ticker.C:
-			w.check(now)
-		case <-w.done:
-			return
-		}
-	}
-}
-
-// check stops every call that has been running for longer than its limit
-// since the watchdog first saw it.
-func (w *watchdog) check(now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for in := range w.instances {
-		call := in.busy.Load()
-		if call == 0 || call&killBit != 0 {
-			in.wdCall = 0
-			continue
-		}
-		if call != in.wdCall {
-			in.wdCall, in.wdSeen = call, now
-			continue
-		}
-		if now.Sub(in.wdSeen) < time.Duration(in.limit.Load()) || !in.busy.CompareAndSwap(call, call|killBit) {
-			continue
-		}
-		if in.stopFlag != nil {
-			in.stopFlag.Set(1)
-		}
-		if in.cancel != nil {
-			in.cancel()
-		}
-		in.killSet.Store(true)
-	}
 }

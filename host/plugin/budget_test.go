@@ -218,20 +218,7 @@ func TestBudgetNeedsNoOtherGoroutine(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	rt := budgetRuntime(t, "fuel")
 	p := load(t, rt, "loop_process")
-	done := make(chan struct{})
-	var gcs sync.WaitGroup
-	gcs.Add(1)
-	go func() {
-		defer gcs.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-				runtime.GC()
-			}
-		}
-	}()
+	stopGC := collectWithoutPause()
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs {
@@ -248,8 +235,7 @@ func TestBudgetNeedsNoOtherGoroutine(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(done)
-	gcs.Wait()
+	stopGC()
 	for _, err := range errs {
 		var perr *plugin.Error
 		if !errors.As(err, &perr) || perr.Kind != plugin.KindBudget {
@@ -366,4 +352,25 @@ func TestTicksAllocateNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("vad allocates %.2f times per frame", allocs)
 	}
+}
+
+// collectWithoutPause runs the garbage collector back to back on another
+// goroutine until the returned function is called: every collection must
+// stop the world, which a plugin loop without safe points would block.
+func collectWithoutPause() (stop func()) {
+	done := make(chan struct{})
+	var gcs sync.WaitGroup
+	gcs.Add(1)
+	go func() {
+		defer gcs.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	return func() { close(done); gcs.Wait() }
 }

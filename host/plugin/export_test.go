@@ -5,17 +5,16 @@ import (
 	"fmt"
 )
 
-// NewRuntimeEnforcing is NewRuntime with budgets enforced another way, so
-// tests and the benchmarks of RATIONALE.md can compare them in one run:
-// "fuel" (what NewRuntime does), "none" (no instrumentation), "flag" (a
-// stop flag a watchdog goroutine sets) or "context" (wazero's
-// WithCloseOnContextDone, a context per instance that the watchdog cancels).
+// NewRuntimeEnforcing is NewRuntime with budgets enforced ("fuel", what
+// NewRuntime does) or not ("none": no fuel checks), so the overhead
+// benchmark of RATIONALE.md compares them in one run.
 func NewRuntimeEnforcing(ctx context.Context, opts Options, how string) (*Runtime, error) {
-	modes := map[string]enforcement{"fuel": enforceFuel, "none": enforceNone, "flag": enforceFlag, "context": enforceContext}
-	e, ok := modes[how]
-	if !ok {
-		return nil, fmt.Errorf("unknown enforcement %q", how)
+	switch how {
+	case "fuel":
+	case "none":
+		opts.unmetered = true
+	default:
+		return nil, fmt.Errorf("unknown enforcement %q (want fuel or none)", how)
 	}
-	opts.enforcement = e
 	return NewRuntime(ctx, opts)
 }

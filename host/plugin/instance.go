@@ -148,7 +148,7 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 		_ = in.Close(ctx)
 		return nil, err
 	}
-	in.limit.Store(int64(in.budget))
+	in.limit = in.budget
 	return in, nil
 }
 
@@ -158,32 +158,18 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 func (p *Plugin) instantiate(ctx context.Context, budget time.Duration) (*Instance, error) {
 	in := &Instance{plugin: p, stack: make([]uint64, 2), logger: p.rt.logger, inRate: abi.TelephonyRate, outRate: abi.TelephonyRate}
 	in.budget = budget
-	in.limit.Store(int64(max(budget, p.rt.initBudget)))
+	in.limit = max(budget, p.rt.initBudget)
 	in.ctx = &callContext{Context: context.Background(), in: in}
-	if p.rt.enforcement == enforceContext {
-		cctx, cancel := context.WithCancel(context.Background())
-		in.ctx, in.cancel = &callContext{Context: cctx, in: in}, cancel
-	}
 	setupCtx := experimental.WithMemoryAllocator(in.ctx, p.rt.memory)
 	in.stdout = logWriter{in: in, level: slog.LevelInfo}
 	in.stderr = logWriter{in: in, level: slog.LevelWarn}
 	cfg := p.rt.moduleConfig.WithStdout(&in.stdout).WithStderr(&in.stderr)
 	mod, err := p.rt.rt.InstantiateModule(setupCtx, p.compiled, cfg)
 	if err != nil {
-		if in.cancel != nil {
-			in.cancel()
-		}
 		return nil, fmt.Errorf("plugin %s: instantiation failed: %s", p.name, trapReason(err))
 	}
 	p.rt.live.Add(1)
 	in.mod = mod
-	if w := p.rt.watch; w != nil {
-		in.watched = true
-		if g, ok := mod.ExportedGlobal(preempt.ExportStop).(api.MutableGlobal); ok {
-			in.stopFlag = g
-		}
-		w.add(in)
-	}
 	in.mem = mod.Memory()
 	in.process = mod.ExportedFunction(abi.ExportProcess)
 	if p.hasEvent {
@@ -387,7 +373,7 @@ func (in *Instance) callStatus(fn api.Function, export string, arg uint64) (int3
 func (in *Instance) trap(export string, frame uint64, err error) error {
 	if in.overBudget {
 		return &Error{Plugin: in.plugin.name, Export: export, Frame: frame, Kind: KindBudget,
-			Budget: time.Duration(in.limit.Load()), Reason: "stopped by the host"}
+			Budget: in.limit, Reason: "stopped by the host"}
 	}
 	return &Error{Plugin: in.plugin.name, Export: export, Frame: frame, Kind: KindTrap, Reason: trapReason(err)}
 }
@@ -413,12 +399,6 @@ func (in *Instance) Close(ctx context.Context) error {
 	err := in.mod.Close(ctx)
 	in.mod, in.view = nil, nil
 	in.plugin.rt.live.Add(-1)
-	if w := in.plugin.rt.watch; w != nil {
-		w.remove(in)
-	}
-	if in.cancel != nil {
-		in.cancel()
-	}
 	return err
 }
 

@@ -48,9 +48,9 @@ type Options struct {
 	// instance whose Budget is larger gets that instead.
 	InitBudget time.Duration
 
-	// enforcement selects how budgets are enforced; only tests and the
-	// benchmarks of RATIONALE.md set it (export_test.go).
-	enforcement enforcement
+	// unmetered compiles plugins without fuel checks; only the overhead
+	// benchmark sets it (export_test.go).
+	unmetered bool
 }
 
 // DefaultCacheDir is the compilation cache under the user's cache directory,
@@ -77,12 +77,10 @@ type Runtime struct {
 	// moduleConfig is the base configuration of every instance.
 	wasiFuncs    map[string]api.FunctionDefinition
 	moduleConfig wazero.ModuleConfig
-	// budget and initBudget are the defaults of Options; enforcement says
-	// how they are kept and watch runs the alternatives that need a
-	// watchdog goroutine (budget.go).
+	// budget and initBudget are the defaults of Options; unmetered turns
+	// the fuel checks off, for the overhead benchmark (budget.go).
 	budget, initBudget time.Duration
-	enforcement        enforcement
-	watch              *watchdog
+	unmetered          bool
 }
 
 // NewRuntime starts the shared runtime with the compiler engine, the
@@ -131,13 +129,10 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(cache).
 		WithMemoryLimitPages(65536).
-		WithCloseOnContextDone(opts.enforcement == enforceContext)
+		WithCloseOnContextDone(false)
 	r := &Runtime{rt: wazero.NewRuntimeWithConfig(ctx, cfg), cache: cache, limitPages: limit, logger: logger, moduleConfig: newWASIConfig(),
 		memory: mmapAllocator{limitBytes: uint64(limit) * 65536},
-		budget: budget, initBudget: initBudget, enforcement: opts.enforcement}
-	if opts.enforcement == enforceFlag || opts.enforcement == enforceContext {
-		r.watch = newWatchdog()
-	}
+		budget: budget, initBudget: initBudget, unmetered: opts.unmetered}
 	if err := r.instantiateHostModule(ctx); err != nil {
 		_ = r.rt.Close(ctx)
 		return nil, err
@@ -166,9 +161,6 @@ func (r *Runtime) DefaultBudget() time.Duration { return r.budget }
 
 // Close releases every module and instance of the runtime.
 func (r *Runtime) Close(ctx context.Context) error {
-	if r.watch != nil {
-		r.watch.close()
-	}
 	err := r.rt.Close(ctx)
 	if cerr := r.cache.Close(ctx); err == nil {
 		err = cerr
@@ -243,11 +235,8 @@ func (r *Runtime) inspect(ctx context.Context, name string, wasm []byte) (*Repor
 // could not be instrumented, only when there is nothing else to say.
 // compiled is then the original, for the report.
 func (r *Runtime) compile(ctx context.Context, wasm []byte) (compiled wazero.CompiledModule, instrErr, err error) {
-	mode, instrument := r.enforcement.instrumentation()
-	if !instrument {
-		mode = preempt.Fuel // read, to screen the module, but not used
-	}
-	out, instrErr := preempt.InstrumentMode(wasm, mode)
+	instrument := !r.unmetered
+	out, instrErr := preempt.Instrument(wasm) // read even when unmetered, to screen the module
 	switch {
 	case instrErr != nil && !errors.Is(instrErr, preempt.ErrReserved):
 		return nil, nil, instrErr
