@@ -7,24 +7,27 @@
 // and saturation keep every output sample inside 16 bits.
 
 import {
+  config,
+  dbfsToMeanSquare,
+  dbToGain,
+  expf,
+  FULL_SCALE,
+  LN10,
+  log,
   LogError,
+  maxSamples,
+  samples,
   StatusBadConfig,
   StatusBadLength,
   StatusBadRate,
   StatusOK,
-  config,
-  log,
-  maxSamples,
-  samples,
 } from "@voxhost/sdk";
 
 export { voxhost_abi_v1, vox_buffer } from "@voxhost/sdk";
 
-/** Full scale: dBFS levels in this plugin are RMS relative to 32767. */
-const FS: f64 = 32767.0;
 /** The soft knee starts at -3 dBFS (23197); above it, peaks bend toward full scale. */
 const KNEE: f64 = 23197.0;
-const HEADROOM: f64 = FS - KNEE;
+const HEADROOM: f64 = FULL_SCALE - KNEE;
 /** Short-term level follower (gate and fast path): 10 ms time constant. */
 const FAST_MS: f64 = 10.0;
 /** The short-term level takes over when it is this many dB (as a power ratio) above the long-term level: 6 dB. */
@@ -32,7 +35,6 @@ const FAST_ALLOWANCE: f64 = 0.25118864315095796; // 10^(-6/10)
 /** Longest window_ms: the ring holds the sum of squares of each 1 ms block. */
 const MAX_WINDOW: i32 = 1000;
 const RING: usize = memory.data(MAX_WINDOW * 8, 16);
-const LN10: f64 = 2.302585092994046;
 
 // Configuration (defaults as in README.md).
 let targetDb: f64 = -18.0;
@@ -64,14 +66,8 @@ let gain: f64 = 1; // linear gain applied to the current sample
 let gainEnd: f64 = 1; // linear gain at the end of the current block
 let step: f64 = 0; // per-sample increment of gain in this block
 
-// The f32 exp and log are accurate to about 1e-7, plenty for gains, and
-// their tables are 256 bytes where the f64 versions' are 4 KiB.
-// @ts-ignore: decorator
-@inline
-function expf(x: f64): f64 {
-  return <f64>Mathf.exp(<f32>x);
-}
-
+// The f32 log, like the SDK's expf, is accurate to about 1e-7, plenty for
+// gains, and its table is 256 bytes where the f64 one's is 2 KiB.
 // @ts-ignore: decorator
 @inline
 function logf(x: f64): f64 {
@@ -118,11 +114,6 @@ export function vox_rate(input_rate: i32): i32 {
   return input_rate;
 }
 
-/** Mean square of a level in dBFS, in samples^2. */
-function dbToMs(db: f64): f64 {
-  const a = FS * expf(db * (LN10 / 20.0));
-  return a * a;
-}
 
 /** Coefficient of a one-pole step per block that covers 90% of a step in ms. */
 function coef90(blockSec: f64, ms: f64): f64 {
@@ -133,8 +124,8 @@ function setup(rate: i32): void {
   blockLen = rate / 1000; // 1 ms blocks (11 samples at 11025 Hz)
   invBlock = 1.0 / <f64>blockLen;
   const blockSec = <f64>blockLen / <f64>rate;
-  targetMs = dbToMs(targetDb);
-  gateMs = dbToMs(gateDb);
+  targetMs = dbfsToMeanSquare(targetDb);
+  gateMs = dbfsToMeanSquare(gateDb);
   aFast = 1.0 - expf((-blockSec * 1000.0) / FAST_MS);
   aAttack = coef90(blockSec, attackMs);
   aRelease = coef90(blockSec, releaseMs);
@@ -181,7 +172,7 @@ function endBlock(): void {
       if (want < minGainDb) want = minGainDb;
     }
     gainDb += (want - gainDb) * (want < gainDb ? aAttack : aRelease);
-    gainEnd = expf(gainDb * (LN10 / 20.0));
+    gainEnd = dbToGain(gainDb);
   }
   // Below the gate the gain holds: gainEnd stays, and the ramp is flat.
   step = (gainEnd - gain) * invBlock;
@@ -194,7 +185,7 @@ function limit(y: f64): i16 {
   const m = Math.abs(y);
   if (m > KNEE) {
     const u = (m - KNEE) / HEADROOM;
-    const bent = KNEE + (HEADROOM * u) / (1.0 + u); // < FS for every finite u
+    const bent = KNEE + (HEADROOM * u) / (1.0 + u); // < FULL_SCALE for every finite u
     y = y < 0 ? -bent : bent;
   }
   return <i16>(<i32>nearest<f64>(y));

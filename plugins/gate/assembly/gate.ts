@@ -8,24 +8,25 @@
 // the output never jumps.
 
 import {
+  config,
+  dbfsToMeanSquare,
+  dbToGain,
+  expf,
+  LN10,
+  log,
   LogError,
+  maxSamples,
+  samples,
   StatusBadConfig,
   StatusBadLength,
   StatusBadRate,
   StatusOK,
-  config,
-  log,
-  maxSamples,
-  samples,
 } from "@voxhost/sdk";
 
 export { voxhost_abi_v1, vox_buffer } from "@voxhost/sdk";
 
-/** Full scale: dBFS levels in this plugin are RMS relative to 32767. */
-const FS: f64 = 32767.0;
 /** Time constant of the level follower (mean square), ms. */
 const DETECT_MS: f64 = 5.0;
-const LN10: f64 = 2.302585092994046;
 
 // Configuration (defaults as in README.md).
 let thresholdDb: f64 = -45.0;
@@ -49,14 +50,6 @@ let env: f64 = 0; // mean-square follower
 let open: bool = false;
 let hold: i32 = 0; // samples of hold left
 let gain: f64 = 0;
-
-// The f32 exp is accurate to about 1e-7, plenty for gains and coefficients,
-// and its table is 256 bytes where the f64 version's is 2 KiB.
-// @ts-ignore: decorator
-@inline
-function expf(x: f64): f64 {
-  return <f64>Mathf.exp(<f32>x);
-}
 
 function bad(msg: string): i32 {
   log(LogError, msg);
@@ -93,11 +86,6 @@ export function vox_rate(input_rate: i32): i32 {
   return input_rate;
 }
 
-/** Mean square of a level in dBFS, in samples^2. */
-function dbToMs(db: f64): f64 {
-  const a = FS * expf(db * (LN10 / 20.0));
-  return a * a;
-}
 
 /** A duration in ms as a whole number of samples, at least 1. */
 function samplesOf(ms: f64, rate: i32): f64 {
@@ -106,10 +94,10 @@ function samplesOf(ms: f64, rate: i32): f64 {
 }
 
 function setup(rate: i32): void {
-  openMs = dbToMs(thresholdDb);
-  closeMs = dbToMs(thresholdDb - hysteresisDb);
+  openMs = dbfsToMeanSquare(thresholdDb);
+  closeMs = dbfsToMeanSquare(thresholdDb - hysteresisDb);
   aDetect = 1.0 - expf(-1000.0 / (DETECT_MS * <f64>rate));
-  floorGain = expf(floorDb * (LN10 / 20.0));
+  floorGain = dbToGain(floorDb);
   attackStep = (1.0 - floorGain) / samplesOf(attackMs, rate);
   // floor_db in release_ms: a steady fall in dB (an exponential decay).
   releaseMul = expf((floorDb * (LN10 / 20.0)) / samplesOf(releaseMs, rate));

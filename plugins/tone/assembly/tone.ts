@@ -8,25 +8,24 @@
 // the same seed.
 
 import {
+  config,
+  dbToGain,
+  FULL_SCALE,
+  JsonKind,
+  JsonView,
+  log,
   LogError,
+  maxSamples,
+  Samples,
+  samples,
   StatusBadConfig,
   StatusBadLength,
   StatusBadRate,
   StatusOK,
-  JsonKind,
-  JsonView,
-  Samples,
-  config,
-  log,
-  maxSamples,
-  samples,
 } from "@voxhost/sdk";
 
 export { voxhost_abi_v1, vox_buffer } from "@voxhost/sdk";
 
-/** Full scale: dBFS levels in this plugin are RMS relative to 32767. */
-const FS: f64 = 32767.0;
-const LN10: f64 = 2.302585092994046;
 
 const TABLE_BITS: i32 = 11;
 const TABLE_N: i32 = 1 << TABLE_BITS;
@@ -165,7 +164,7 @@ function msToSamples(ms: f64, rate: i32): i32 {
 
 function setup(rate: i32): void {
   inc = <u32>(<u64>Math.floor((hz / <f64>rate) * 4294967296.0 + 0.5));
-  const rms = FS * <f64>Mathf.exp(<f32>(levelDb * (LN10 / 20.0)));
+  const rms = FULL_SCALE * dbToGain(levelDb);
   amp = kind == KIND_NOISE ? rms : rms * Math.SQRT2;
   onN = msToSamples(onMs, rate);
   if (onN < 1) onN = 1;

@@ -22,3 +22,4 @@ export * from "./buffer";
 export * from "./host";
 export * from "./json";
 export * from "./events";
+export * from "./level";
