@@ -157,3 +157,22 @@ func Concat(parts ...[]byte) []byte {
 func clip(v float64) int16 {
 	return int16(math.Max(-32768, math.Min(32767, math.Round(v))))
 }
+
+// Floats decodes PCM16LE into samples as float64, for DSP in tests.
+func Floats(pcm []byte) []float64 {
+	s := Samples(pcm)
+	x := make([]float64, len(s))
+	for i, v := range s {
+		x[i] = float64(v)
+	}
+	return x
+}
+
+// FromFloats encodes samples as PCM16LE, rounding and saturating.
+func FromFloats(x []float64) []byte {
+	pcm := make([]byte, 2*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(clip(v)))
+	}
+	return pcm
+}

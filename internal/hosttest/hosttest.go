@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/voxhost/voxhost/host/catalog"
@@ -121,4 +122,53 @@ func OfflineUlaw(t testing.TB, spec string, ulaw []byte) []byte {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// Stage builds a pipeline of one plugin file with key=value config, taking
+// inputRate Hz, that ends the call when the plugin fails — so a fault fails
+// the test instead of being bypassed. The plugin's log lines go to log.
+func Stage(c *catalog.Catalog, file, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
+	return Instantiate(c, file+" on_error=end_call "+config,
+		pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
+}
+
+// MustStage is Stage at 8 kHz with the plugin's logs discarded; it fails
+// the test on error and closes the pipeline when the test ends.
+func MustStage(t testing.TB, c *catalog.Catalog, file, config string) *pipeline.Pipeline {
+	t.Helper()
+	p, err := Stage(c, file, config, 8000, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return p
+}
+
+// ProcessSameLength is Process for a plugin that never changes the length
+// of a frame: it fails the test if the output is not as long as the input.
+func ProcessSameLength(t testing.TB, p *pipeline.Pipeline, pcm []byte, frameBytes int) []byte {
+	t.Helper()
+	out := Process(t, p, pcm, frameBytes)
+	if len(out) != len(pcm) {
+		t.Fatalf("%d bytes out, %d in", len(out), len(pcm))
+	}
+	return out
+}
+
+// RejectsConfigs checks that a plugin refuses each of configs at
+// instantiation and logs a reason naming the key ("KEY must be …").
+func RejectsConfigs(t *testing.T, c *catalog.Catalog, file string, configs ...string) {
+	t.Helper()
+	for _, cfg := range configs {
+		var log strings.Builder
+		p, err := Stage(c, file, cfg, 8000, &log)
+		if err == nil {
+			p.Close(context.Background())
+			t.Errorf("%s: accepted", cfg)
+			continue
+		}
+		if key, _, _ := strings.Cut(cfg, "="); !strings.Contains(log.String(), key+" must be") {
+			t.Errorf("%s: rejected (%v), but the log does not name %s: %q", cfg, err, key, log.String())
+		}
+	}
 }

@@ -1,21 +1,15 @@
 package agc_test
 
 import (
-	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
-	"github.com/voxhost/voxhost/plugins"
 )
 
 const (
@@ -24,53 +18,14 @@ const (
 	win        = 80  // 10 ms analysis windows
 )
 
-// instantiate builds a one-stage pipeline of the built agc.wasm with the
-// config given as key=value pairs; a failing stage ends the call, so a
-// fault fails the test instead of being bypassed.
+// plugin is the module under test, as `make plugins` builds it.
+const plugin = "agc.wasm"
+
 func instantiate(c *catalog.Catalog, config string) (*pipeline.Pipeline, error) {
-	return instantiateAt(c, config, rate, io.Discard)
-}
-
-// instantiateAt is instantiate with input at inputRate Hz; the plugin's log
-// lines go to log.
-func instantiateAt(c *catalog.Catalog, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
-	return hosttest.Instantiate(c, "agc.wasm on_error=end_call "+config,
-		pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
-}
-
-func newPipeline(t testing.TB, c *catalog.Catalog, config string) *pipeline.Pipeline {
-	return hosttest.Pipeline(t, c, "agc.wasm on_error=end_call "+config, pipeline.CallConfig{})
-}
-
-// process runs pcm through p in frames of frame bytes; agc never changes
-// a frame's length.
-func process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
-	t.Helper()
-	out := hosttest.Process(t, p, pcm, frame)
-	if len(out) != len(pcm) {
-		t.Fatalf("%d bytes out, %d in", len(out), len(pcm))
-	}
-	return out
+	return hosttest.Stage(c, plugin, config, rate, io.Discard)
 }
 
 func db(x float64) float64 { return 10 * math.Log10(x) } // of a power ratio
-
-func pcmOf(x []float64) []byte {
-	pcm := make([]byte, 2*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(int16(math.Max(-32768, math.Min(32767, math.Round(v))))))
-	}
-	return pcm
-}
-
-func floats(pcm []byte) []float64 {
-	s := signal.Samples(pcm)
-	x := make([]float64, len(s))
-	for i, v := range s {
-		x[i] = float64(v)
-	}
-	return x
-}
 
 // activeMask marks the 10 ms windows of x within 20 dB of its loudest
 // window: the active speech, as ITU-T P.56 counts it, without pauses.
@@ -109,7 +64,7 @@ func activeLevel(x []float64, mask []bool, from, to int) float64 {
 // speechAt returns seconds of signal.Speech scaled to an active level of
 // level dBFS (saturating), and the active mask.
 func speechAt(level, seconds float64) ([]float64, []bool) {
-	x := floats(signal.Speech(rate, seconds))
+	x := signal.Floats(signal.Speech(rate, seconds))
 	mask := activeMask(x)
 	g := math.Pow(10, (level-activeLevel(x, mask, 0, len(x)))/20)
 	for i := range x {
@@ -164,7 +119,7 @@ func TestConvergesToTarget(t *testing.T) {
 					x[i] += n[i]
 				}
 			}
-			y := floats(process(t, newPipeline(t, c, tc.config), pcmOf(x), frameBytes))
+			y := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, tc.config), signal.FromFloats(x), frameBytes))
 			start := activeTimeReached(x, -50, tc.ms)
 			worst, trace := 0.0, ""
 			for from := 0; from+block <= len(x); from += block {
@@ -217,7 +172,7 @@ func TestGainIsSmooth(t *testing.T) {
 	// by 14 dB within the attack time; the output stays under the soft
 	// knee, so output/input is the gain), then back down (it climbs again).
 	x := concat(square(16000, amp(-40)), square(8000, amp(-26)), square(24000, amp(-40)))
-	y := floats(process(t, newPipeline(t, c, ""), pcmOf(x), frameBytes))
+	y := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, ""), signal.FromFloats(x), frameBytes))
 	gain := make([]float64, len(x))
 	for i := range x {
 		gain[i] = 20 * math.Log10(math.Abs(y[i]/x[i]))
@@ -265,7 +220,7 @@ func TestGainIsSmooth(t *testing.T) {
 func TestNeverOverflows(t *testing.T) {
 	c := hosttest.Catalog(t)
 	// Speech driven 18 dB past full scale: square-ish, pinned at the rails.
-	loud := floats(signal.Speech(rate, 4))
+	loud := signal.Floats(signal.Speech(rate, 4))
 	for i := range loud {
 		loud[i] = math.Max(-32768, math.Min(32767, loud[i]*8))
 	}
@@ -279,7 +234,7 @@ func TestNeverOverflows(t *testing.T) {
 		{"full scale after quiet speech", concat(quiet, loud)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			y := floats(process(t, newPipeline(t, c, ""), pcmOf(tc.x), frameBytes))
+			y := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, ""), signal.FromFloats(tc.x), frameBytes))
 			pinnedIn, pinned, peak := 0, 0, 0.0
 			for i, v := range y {
 				if math.Abs(tc.x[i]) >= 32767 {
@@ -302,7 +257,7 @@ func TestNeverOverflows(t *testing.T) {
 }
 
 func noise(seconds, dbfs float64, seed uint64) []float64 {
-	return floats(signal.Noise(rate, seconds, math.Pow(10, dbfs/20), seed))
+	return signal.Floats(signal.Noise(rate, seconds, math.Pow(10, dbfs/20), seed))
 }
 
 func rmsDB(x []float64) float64 {
@@ -317,12 +272,12 @@ func TestSilenceIsNotPumped(t *testing.T) {
 	c := hosttest.Catalog(t)
 	// Noise under the gate alone: the gain never leaves 0 dB.
 	x := noise(5, -60, 7)
-	y := process(t, newPipeline(t, c, ""), pcmOf(x), frameBytes)
-	if string(y) != string(pcmOf(x)) {
-		t.Errorf("noise at -60 dBFS, under the -50 dBFS gate, was changed: %.2f dBFS in, %.2f out", rmsDB(x), rmsDB(floats(y)))
+	y := hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, ""), signal.FromFloats(x), frameBytes)
+	if string(y) != string(signal.FromFloats(x)) {
+		t.Errorf("noise at -60 dBFS, under the -50 dBFS gate, was changed: %.2f dBFS in, %.2f out", rmsDB(x), rmsDB(signal.Floats(y)))
 	}
 	for _, s := range []float64{0, 2, 4} {
-		if got := rmsDB(floats(y)[int(s*rate) : int(s+1)*rate]); math.Abs(got+60) > 0.5 {
+		if got := rmsDB(signal.Floats(y)[int(s*rate) : int(s+1)*rate]); math.Abs(got+60) > 0.5 {
 			t.Errorf("second %g: %.2f dBFS, want -60 ± 0.5", s, got)
 		}
 	}
@@ -330,7 +285,7 @@ func TestSilenceIsNotPumped(t *testing.T) {
 	// where the speech left it and does not climb toward max_gain_db.
 	speech, _ := speechAt(-40, 3.1)
 	x = concat(speech, noise(6, -60, 8))
-	y2 := floats(process(t, newPipeline(t, c, ""), pcmOf(x), frameBytes))
+	y2 := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, ""), signal.FromFloats(x), frameBytes))
 	pause := y2[len(speech):]
 	first, last := rmsDB(pause[4000:12000]), rmsDB(pause[len(pause)-8000:])
 	t.Logf("noise in the pause after -40 dBFS speech: %.2f dBFS in its 2nd second, %.2f in its 6th", first, last)
@@ -342,9 +297,9 @@ func TestSilenceIsNotPumped(t *testing.T) {
 func TestFramingDoesNotMatter(t *testing.T) {
 	c := hosttest.Catalog(t)
 	x, _ := speechAt(-30, 3)
-	pcm := pcmOf(concat(x, noise(1, -60, 3), square(4000, amp(-10))))
-	want := process(t, newPipeline(t, c, ""), pcm, frameBytes)
-	p := newPipeline(t, c, "")
+	pcm := signal.FromFloats(concat(x, noise(1, -60, 3), square(4000, amp(-10))))
+	want := hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, ""), pcm, frameBytes)
+	p := hosttest.MustStage(t, c, plugin, "")
 	var got []byte
 	src := &pipeline.PCM{}
 	sizes := []int{2, 14, 320, 1600, 6, 160, 318, 40}
@@ -365,34 +320,12 @@ func TestFramingDoesNotMatter(t *testing.T) {
 
 func TestRejectsBadConfig(t *testing.T) {
 	c := hosttest.Catalog(t)
-	for _, cfg := range []string{
+	hosttest.RejectsConfigs(t, c, plugin,
 		"target_dbfs=0", "target_dbfs=loud", "max_gain_db=-1", "max_gain_db=41",
 		"min_gain_db=3", "attack_ms=0", "release_ms=0", "gate_dbfs=-5", "window_ms=2.5", "window_ms=5000",
-	} {
-		var log strings.Builder
-		p, err := instantiateAt(c, cfg, rate, &log)
-		if err == nil {
-			p.Close(context.Background())
-			t.Errorf("%s: accepted", cfg)
-			continue
-		}
-		// The plugin says which key is wrong.
-		if key, _, _ := strings.Cut(cfg, "="); !strings.Contains(log.String(), key+" must be") {
-			t.Errorf("%s: rejected (%v), but the log does not name %s: %q", cfg, err, key, log.String())
-		}
-	}
+	)
 	if _, err := instantiate(c, "target_dbfs=-20 max_gain_db=30 min_gain_db=-6 attack_ms=5 release_ms=800 gate_dbfs=-55 window_ms=400"); err != nil {
 		t.Errorf("every key set: %v", err)
-	}
-}
-
-func TestIsAStockPlugin(t *testing.T) {
-	built, err := os.ReadFile("agc.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stock, ok := plugins.Get("agc"); !ok || string(stock) != string(built) {
-		t.Error(`plugins.Get("agc") is not agc.wasm`)
 	}
 }
 
@@ -405,7 +338,7 @@ func BenchmarkProcess(b *testing.B) {
 		pcm  []byte
 	}{{"speech", signal.Speech(rate, 0.02)}, {"noise-60dBFS", signal.Noise(rate, 0.02, 0.001, 1)}} {
 		b.Run(in.name, func(b *testing.B) {
-			hosttest.BenchFrames(b, newPipeline(b, hosttest.Catalog(b), ""), in.pcm)
+			hosttest.BenchFrames(b, hosttest.MustStage(b, hosttest.Catalog(b), plugin, ""), in.pcm)
 		})
 	}
 }

@@ -1,21 +1,15 @@
 package gate_test
 
 import (
-	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
-	"github.com/voxhost/voxhost/plugins"
 )
 
 const (
@@ -23,53 +17,14 @@ const (
 	frameBytes = 320 // 20 ms
 )
 
-// instantiate builds a one-stage pipeline of the built gate.wasm with the
-// config given as key=value pairs; a failing stage ends the call, so a
-// fault fails the test instead of being bypassed.
+// plugin is the module under test, as `make plugins` builds it.
+const plugin = "gate.wasm"
+
 func instantiate(c *catalog.Catalog, config string) (*pipeline.Pipeline, error) {
-	return instantiateAt(c, config, rate, io.Discard)
-}
-
-// instantiateAt is instantiate with input at inputRate Hz; the plugin's log
-// lines go to log.
-func instantiateAt(c *catalog.Catalog, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
-	return hosttest.Instantiate(c, "gate.wasm on_error=end_call "+config,
-		pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
-}
-
-func newPipeline(t testing.TB, c *catalog.Catalog, config string) *pipeline.Pipeline {
-	return hosttest.Pipeline(t, c, "gate.wasm on_error=end_call "+config, pipeline.CallConfig{})
-}
-
-// process runs pcm through p in frames of frame bytes; gate never changes
-// a frame's length.
-func process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
-	t.Helper()
-	out := hosttest.Process(t, p, pcm, frame)
-	if len(out) != len(pcm) {
-		t.Fatalf("%d bytes out, %d in", len(out), len(pcm))
-	}
-	return out
+	return hosttest.Stage(c, plugin, config, rate, io.Discard)
 }
 
 func db(x float64) float64 { return 10 * math.Log10(x) } // of a power ratio
-
-func pcmOf(x []float64) []byte {
-	pcm := make([]byte, 2*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(int16(math.Max(-32768, math.Min(32767, math.Round(v))))))
-	}
-	return pcm
-}
-
-func floats(pcm []byte) []float64 {
-	s := signal.Samples(pcm)
-	x := make([]float64, len(s))
-	for i, v := range s {
-		x[i] = float64(v)
-	}
-	return x
-}
 
 func amp(dbfs float64) float64 { return 32767 * math.Pow(10, dbfs/20) }
 
@@ -112,7 +67,7 @@ func maxStep(x []float64) float64 {
 }
 
 func noise(seconds, dbfs float64, seed uint64) []float64 {
-	return floats(signal.Noise(rate, seconds, math.Pow(10, dbfs/20), seed))
+	return signal.Floats(signal.Noise(rate, seconds, math.Pow(10, dbfs/20), seed))
 }
 
 func TestNoiseIsAttenuatedByTheFloor(t *testing.T) {
@@ -124,7 +79,7 @@ func TestNoiseIsAttenuatedByTheFloor(t *testing.T) {
 	for _, floor := range []float64{-60, -20, -10} {
 		x := noise(2, -60, 1)
 		addTone(x, 0, 2400, -20)
-		y := floats(process(t, newPipeline(t, c, fmt.Sprintf("floor_db=%g", floor)), pcmOf(x), frameBytes))
+		y := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, fmt.Sprintf("floor_db=%g", floor)), signal.FromFloats(x), frameBytes))
 		tail := 2400 + 8*(100+150+35)
 		in, out := rmsDB(x[tail:]), rmsDB(y[tail:])
 		t.Logf("floor_db=%g: noise %.2f dBFS in, %.2f out after the release", floor, in, out)
@@ -155,7 +110,7 @@ func TestBurstOpensHoldsAndFades(t *testing.T) {
 	// at every sample, with floor_db=-20 so that it is still readable closed.
 	x := square(16000, amp(-35))
 	addTone(x, start, end, -20)
-	y := floats(process(t, newPipeline(t, c, "threshold_dbfs=-30 floor_db=-20"), pcmOf(x), frameBytes))
+	y := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, "threshold_dbfs=-30 floor_db=-20"), signal.FromFloats(x), frameBytes))
 	gain := make([]float64, len(x))
 	for i := range x {
 		gain[i] = y[i] / x[i]
@@ -224,7 +179,7 @@ func TestHoldBridgesShortGaps(t *testing.T) {
 	for _, at := range []int{2000, 4400, 6800} { // 240 ms bursts, 60 ms gaps
 		addTone(x, at, at+1920, -30)
 	}
-	y := floats(process(t, newPipeline(t, c, ""), pcmOf(x), frameBytes))
+	y := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, ""), signal.FromFloats(x), frameBytes))
 	for i := 2000 + 17; i < 6800+1920+800; i++ {
 		if y[i] != x[i] {
 			t.Fatalf("sample %d: %v out, %v in; the gate closed in a gap shorter than hold_ms", i, y[i], x[i])
@@ -240,9 +195,9 @@ func TestFramingDoesNotMatter(t *testing.T) {
 	x := noise(3, -50, 4)
 	addTone(x, 4000, 8000, -25)
 	addTone(x, 12000, 12400, -35)
-	pcm := pcmOf(x)
-	want := process(t, newPipeline(t, c, ""), pcm, frameBytes)
-	p := newPipeline(t, c, "")
+	pcm := signal.FromFloats(x)
+	want := hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, ""), pcm, frameBytes)
+	p := hosttest.MustStage(t, c, plugin, "")
 	var got []byte
 	src := &pipeline.PCM{}
 	sizes := []int{2, 14, 320, 1600, 6, 160, 318, 40}
@@ -263,34 +218,12 @@ func TestFramingDoesNotMatter(t *testing.T) {
 
 func TestRejectsBadConfig(t *testing.T) {
 	c := hosttest.Catalog(t)
-	for _, cfg := range []string{
+	hosttest.RejectsConfigs(t, c, plugin,
 		"threshold_dbfs=3", "threshold_dbfs=low", "attack_ms=-1", "hold_ms=20000",
 		"release_ms=-5", "floor_db=6", "floor_db=-100", "hysteresis_db=30",
-	} {
-		var log strings.Builder
-		p, err := instantiateAt(c, cfg, rate, &log)
-		if err == nil {
-			p.Close(context.Background())
-			t.Errorf("%s: accepted", cfg)
-			continue
-		}
-		// The plugin says which key is wrong.
-		if key, _, _ := strings.Cut(cfg, "="); !strings.Contains(log.String(), key+" must be") {
-			t.Errorf("%s: rejected (%v), but the log does not name %s: %q", cfg, err, key, log.String())
-		}
-	}
+	)
 	if _, err := instantiate(c, "threshold_dbfs=-40 attack_ms=5 hold_ms=50 release_ms=300 floor_db=-30 hysteresis_db=6"); err != nil {
 		t.Errorf("every key set: %v", err)
-	}
-}
-
-func TestIsAStockPlugin(t *testing.T) {
-	built, err := os.ReadFile("gate.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stock, ok := plugins.Get("gate"); !ok || string(stock) != string(built) {
-		t.Error(`plugins.Get("gate") is not gate.wasm`)
 	}
 }
 
@@ -303,7 +236,7 @@ func BenchmarkProcess(b *testing.B) {
 		pcm  []byte
 	}{{"speech", signal.Speech(rate, 0.02)}, {"noise-60dBFS", signal.Noise(rate, 0.02, 0.001, 1)}} {
 		b.Run(in.name, func(b *testing.B) {
-			hosttest.BenchFrames(b, newPipeline(b, hosttest.Catalog(b), ""), in.pcm)
+			hosttest.BenchFrames(b, hosttest.MustStage(b, hosttest.Catalog(b), plugin, ""), in.pcm)
 		})
 	}
 }

@@ -47,15 +47,6 @@ func process(t *testing.T, p *pipeline.Pipeline, pcm []byte, frame int, flush bo
 
 func join(parts [][]byte) []byte { return signal.Concat(parts...) }
 
-func floats(pcm []byte) []float64 {
-	s := signal.Samples(pcm)
-	f := make([]float64, len(s))
-	for i, v := range s {
-		f[i] = float64(v)
-	}
-	return f
-}
-
 // bestLag is the lag d in [0, maxLag] that maximises the normalised
 // cross-correlation of out[n+d] with in[n].
 func bestLag(in, out []float64, maxLag int) int {
@@ -100,14 +91,14 @@ func TestRoundTrip(t *testing.T) {
 		if len(out) != len(noise)+2*2*delay {
 			t.Fatalf("%s: %d bytes out for %d in, want the input plus the flushed tail of 2x%d samples", spec, len(out), len(noise), delay)
 		}
-		d := bestLag(floats(noise), floats(out), 200)
+		d := bestLag(signal.Floats(noise), signal.Floats(out), 200)
 		if d != 2*delay {
 			t.Fatalf("%s: total delay %d samples, want %d", spec, d, 2*delay)
 		}
 		// The sine.
 		sine := signal.Tone(8000, 1000, 0.5, 1)
 		p = hosttest.Pipeline(t, c, spec, pipeline.CallConfig{})
-		in, got := floats(sine), floats(join(process(t, p, sine, 160, true)))
+		in, got := signal.Floats(sine), signal.Floats(join(process(t, p, sine, 160, true)))
 		ratio := snr(in, got, d, 200)
 		t.Logf("8000 -> %d -> 8000 Hz: delay %d samples (%.1f ms), 1 kHz sine SNR %.1f dB", mid, d, float64(d)/8, ratio)
 		if ratio < 40 {
@@ -223,7 +214,7 @@ func fft(x []complex128) {
 // samples, half overlapping), bins from 0 to rate/2.
 func spectrum(pcm []byte) []float64 {
 	const n = 2048
-	x := floats(pcm)
+	x := signal.Floats(pcm)
 	win := make([]float64, n)
 	for i := range win {
 		a := 2 * math.Pi * float64(i) / n

@@ -2,20 +2,15 @@ package tone_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
-	"github.com/voxhost/voxhost/plugins"
 )
 
 const (
@@ -23,53 +18,14 @@ const (
 	frameBytes = 320 // 20 ms
 )
 
-// instantiate builds a one-stage pipeline of the built tone.wasm with the
-// config given as key=value pairs; a failing stage ends the call, so a
-// fault fails the test instead of being bypassed.
+// plugin is the module under test, as `make plugins` builds it.
+const plugin = "tone.wasm"
+
 func instantiate(c *catalog.Catalog, config string) (*pipeline.Pipeline, error) {
-	return instantiateAt(c, config, rate, io.Discard)
-}
-
-// instantiateAt is instantiate with input at inputRate Hz; the plugin's log
-// lines go to log.
-func instantiateAt(c *catalog.Catalog, config string, inputRate int, log io.Writer) (*pipeline.Pipeline, error) {
-	return hosttest.Instantiate(c, "tone.wasm on_error=end_call "+config,
-		pipeline.CallConfig{InputRate: inputRate, Logger: slog.New(slog.NewTextHandler(log, nil))})
-}
-
-func newPipeline(t testing.TB, c *catalog.Catalog, config string) *pipeline.Pipeline {
-	return hosttest.Pipeline(t, c, "tone.wasm on_error=end_call "+config, pipeline.CallConfig{})
-}
-
-// process runs pcm through p in frames of frame bytes; tone never changes
-// a frame's length.
-func process(t testing.TB, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
-	t.Helper()
-	out := hosttest.Process(t, p, pcm, frame)
-	if len(out) != len(pcm) {
-		t.Fatalf("%d bytes out, %d in", len(out), len(pcm))
-	}
-	return out
+	return hosttest.Stage(c, plugin, config, rate, io.Discard)
 }
 
 func db(x float64) float64 { return 10 * math.Log10(x) } // of a power ratio
-
-func pcmOf(x []float64) []byte {
-	pcm := make([]byte, 2*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(int16(math.Max(-32768, math.Min(32767, math.Round(v))))))
-	}
-	return pcm
-}
-
-func floats(pcm []byte) []float64 {
-	s := signal.Samples(pcm)
-	x := make([]float64, len(s))
-	for i, v := range s {
-		x[i] = float64(v)
-	}
-	return x
-}
 
 func rmsDB(x []float64) float64 {
 	sum := 0.0
@@ -120,9 +76,9 @@ func maxStep(x []float64) float64 {
 func TestToneInReplaceMode(t *testing.T) {
 	c := hosttest.Catalog(t)
 	for _, hz := range []float64{1000, 440, 3000, 123.4} {
-		p := newPipeline(t, c, fmt.Sprintf("hz=%g level_dbfs=-20 mode=replace", hz))
-		in := floats(signal.Speech(rate, 5)) // replaced: the input does not matter
-		y := floats(process(t, p, pcmOf(in), frameBytes))
+		p := hosttest.MustStage(t, c, plugin, fmt.Sprintf("hz=%g level_dbfs=-20 mode=replace", hz))
+		in := signal.Floats(signal.Speech(rate, 5)) // replaced: the input does not matter
+		y := signal.Floats(hosttest.ProcessSameLength(t, p, signal.FromFloats(in), frameBytes))
 		// Level and frequency.
 		level := rmsDB(y)
 		f := zeroCrossingHz(y)
@@ -164,9 +120,9 @@ func TestMixAddsToTheInput(t *testing.T) {
 	c := hosttest.Catalog(t)
 	// Speech at its full level (peaks near full scale) plus a -10 dBFS tone:
 	// the sum saturates in places, and must never wrap.
-	in := floats(signal.Speech(rate, 3))
-	alone := floats(process(t, newPipeline(t, c, "hz=1000 level_dbfs=-10 mode=replace"), pcmOf(in), frameBytes))
-	mixed := floats(process(t, newPipeline(t, c, "hz=1000 level_dbfs=-10"), pcmOf(in), frameBytes))
+	in := signal.Floats(signal.Speech(rate, 3))
+	alone := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, "hz=1000 level_dbfs=-10 mode=replace"), signal.FromFloats(in), frameBytes))
+	mixed := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, "hz=1000 level_dbfs=-10"), signal.FromFloats(in), frameBytes))
 	saturated := 0
 	for i := range in {
 		want := math.Max(-32768, math.Min(32767, in[i]+alone[i]))
@@ -195,8 +151,8 @@ func TestBeepTiming(t *testing.T) {
 				in[i] = float64(i%7 - 3) // a small pattern under the beeps
 			}
 		}
-		y := floats(process(t, newPipeline(t, c, fmt.Sprintf("kind=beep hz=1000 level_dbfs=-20 on_ms=%g off_ms=%g mode=%s",
-			cfg.on, cfg.off, cfg.mode)), pcmOf(in), frameBytes))
+		y := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, fmt.Sprintf("kind=beep hz=1000 level_dbfs=-20 on_ms=%g off_ms=%g mode=%s",
+			cfg.on, cfg.off, cfg.mode)), signal.FromFloats(in), frameBytes))
 		// On where the 1 kHz tone's envelope (over one 1 ms period) is above
 		// half its amplitude.
 		a := 32767 * math.Sqrt2 * math.Pow(10, -20.0/20)
@@ -258,13 +214,13 @@ func TestNoiseIsDeterministic(t *testing.T) {
 	c := hosttest.Catalog(t)
 	silence := make([]byte, 2*8000*5)
 	run := func(cfg string) []float64 {
-		return floats(process(t, newPipeline(t, c, "kind=noise mode=replace "+cfg), silence, frameBytes))
+		return signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, "kind=noise mode=replace "+cfg), silence, frameBytes))
 	}
 	a, b, other := run("level_dbfs=-30"), run("level_dbfs=-30 seed=1"), run("level_dbfs=-30 seed=2")
-	if string(pcmOf(a)) != string(pcmOf(b)) {
+	if string(signal.FromFloats(a)) != string(signal.FromFloats(b)) {
 		t.Error("two calls with seed 1 differ")
 	}
-	if string(pcmOf(a)) == string(pcmOf(other)) {
+	if string(signal.FromFloats(a)) == string(signal.FromFloats(other)) {
 		t.Error("seeds 1 and 2 give the same noise")
 	}
 	for k, level := range []float64{-30, -50, -10} {
@@ -288,8 +244,8 @@ func TestNoiseIsDeterministic(t *testing.T) {
 		}
 	}
 	// Mixed: the same noise added to the input.
-	in := floats(signal.Speech(rate, 5))
-	mixed := floats(process(t, newPipeline(t, c, "kind=noise level_dbfs=-30"), pcmOf(in), frameBytes))
+	in := signal.Floats(signal.Speech(rate, 5))
+	mixed := signal.Floats(hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, "kind=noise level_dbfs=-30"), signal.FromFloats(in), frameBytes))
 	for i := range in {
 		if want := math.Max(-32768, math.Min(32767, in[i]+a[i])); mixed[i] != want {
 			t.Fatalf("sample %d: %v + %v mixed to %v", i, in[i], a[i], mixed[i])
@@ -301,8 +257,8 @@ func TestFramingDoesNotMatter(t *testing.T) {
 	c := hosttest.Catalog(t)
 	pcm := signal.Speech(rate, 3)
 	for _, cfg := range []string{"hz=697", "kind=beep on_ms=120 off_ms=130", "kind=noise seed=9"} {
-		want := process(t, newPipeline(t, c, cfg), pcm, frameBytes)
-		p := newPipeline(t, c, cfg)
+		want := hosttest.ProcessSameLength(t, hosttest.MustStage(t, c, plugin, cfg), pcm, frameBytes)
+		p := hosttest.MustStage(t, c, plugin, cfg)
 		var got []byte
 		src := &pipeline.PCM{}
 		sizes := []int{2, 14, 320, 1600, 6, 160, 318, 40}
@@ -324,22 +280,10 @@ func TestFramingDoesNotMatter(t *testing.T) {
 
 func TestRejectsBadConfig(t *testing.T) {
 	c := hosttest.Catalog(t)
-	for _, cfg := range []string{
+	hosttest.RejectsConfigs(t, c, plugin,
 		"kind=chirp", "kind=1", "mode=add", "hz=0", "hz=4000", "hz=-5", "level_dbfs=1", "level_dbfs=x",
 		"on_ms=0", "off_ms=-1", "ramp_ms=200", "seed=-1", "seed=1.5", "seed=5000000000",
-	} {
-		var log strings.Builder
-		p, err := instantiateAt(c, cfg, rate, &log)
-		if err == nil {
-			p.Close(context.Background())
-			t.Errorf("%s: accepted", cfg)
-			continue
-		}
-		// The plugin says which key is wrong.
-		if key, _, _ := strings.Cut(cfg, "="); !strings.Contains(log.String(), key+" must be") {
-			t.Errorf("%s: rejected (%v), but the log does not name %s: %q", cfg, err, key, log.String())
-		}
-	}
+	)
 	for _, cfg := range []string{
 		"kind=tone hz=3999 level_dbfs=0 mode=replace",
 		"kind=beep hz=425 level_dbfs=-13 on_ms=1000 off_ms=4000 ramp_ms=10 mode=mix",
@@ -354,16 +298,16 @@ func TestRejectsBadConfig(t *testing.T) {
 func TestOtherRates(t *testing.T) {
 	c := hosttest.Catalog(t)
 	// 5 kHz is over half of 8 kHz, and fine at 16 kHz.
-	if p, err := instantiateAt(c, "hz=5000", 8000, io.Discard); err == nil {
+	if p, err := hosttest.Stage(c, plugin, "hz=5000", 8000, io.Discard); err == nil {
 		p.Close(context.Background())
 		t.Error("hz=5000 accepted at 8 kHz")
 	}
-	p, err := instantiateAt(c, "hz=5000 mode=replace kind=beep on_ms=100 off_ms=100", 16000, io.Discard)
+	p, err := hosttest.Stage(c, plugin, "hz=5000 mode=replace kind=beep on_ms=100 off_ms=100", 16000, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	y := floats(process(t, p, make([]byte, 2*16000), 640)) // 1 s in 20 ms frames
+	y := signal.Floats(hosttest.ProcessSameLength(t, p, make([]byte, 2*16000), 640)) // 1 s in 20 ms frames
 	// The first beep: 100 ms of 5 kHz at 16 kHz, 1600 samples.
 	a := 32767 * math.Sqrt2 * math.Pow(10, -20.0/20)
 	for i := 80; i < 1600-80; i++ { // past the 5 ms edges
@@ -378,23 +322,13 @@ func TestOtherRates(t *testing.T) {
 	}
 }
 
-func TestIsAStockPlugin(t *testing.T) {
-	built, err := os.ReadFile("tone.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stock, ok := plugins.Get("tone"); !ok || string(stock) != string(built) {
-		t.Error(`plugins.Get("tone") is not tone.wasm`)
-	}
-}
-
 // BenchmarkProcess: ns per 20 ms frame through the plugin (and the host's
 // one copy), as `voxhost bench hop` measures it, for each kind.
 func BenchmarkProcess(b *testing.B) {
 	frame := signal.Speech(rate, 0.02)
 	for _, cfg := range []string{"kind=tone", "kind=tone mode=replace", "kind=beep", "kind=noise"} {
 		b.Run(cfg, func(b *testing.B) {
-			hosttest.BenchFrames(b, newPipeline(b, hosttest.Catalog(b), cfg), frame)
+			hosttest.BenchFrames(b, hosttest.MustStage(b, hosttest.Catalog(b), plugin, cfg), frame)
 		})
 	}
 }
