@@ -81,9 +81,12 @@ fmt-check:
 gotest: examples
 	VOXHOST_EXAMPLES_REQUIRED=1 $(GO) test -race -count=1 ./...
 
-## fuzz: each fuzz target for a short time (FUZZTIME), on top of its
-## committed corpus, which plain go test already replays.
-FUZZTIME ?= 5s
+## fuzz: explores, on purpose and at length: each fuzz target for FUZZTIME
+## on top of its committed corpus. Not part of make test: random exploration
+## can fail a fresh clone on an input nobody has seen, so CI only replays the
+## committed corpora (testdata/fuzz/), which plain go test already does. Add
+## what this finds to the target's corpus together with its fix.
+FUZZTIME ?= 60s
 FUZZ_TARGETS := FuzzInspect:./host/plugin FuzzParseSpec:./host/pipeline \
 	FuzzTwilioDecode:./host/transport FuzzParse:./host/config
 fuzz:
@@ -92,7 +95,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t##*:} || exit 1; \
 	done
 
-test: check-plugins fmt-check vet gotest fuzz
+test: check-plugins fmt-check vet gotest
 
 clean:
 	rm -rf bin
