@@ -142,7 +142,7 @@ func Parse(name string, data []byte) (Config, error) {
 // one pipeline is defined and DefaultPipeline is empty, Validate makes it
 // the default, which is why it takes a pointer.
 func (c *Config) Validate() error {
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+	if _, err := splitPort(c.Listen); err != nil {
 		return invalid("listen", "%v; write host:port, e.g. \":8080\"", err)
 	}
 	if c.MemoryLimitPages < 1 || c.MemoryLimitPages > 65536 {
@@ -165,12 +165,12 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Admin.Listen != "" {
-		_, port, err := net.SplitHostPort(c.Admin.Listen)
+		port, err := splitPort(c.Admin.Listen)
 		if err != nil {
 			return invalid("admin.listen", "%v; write host:port, e.g. \"127.0.0.1:9090\"", err)
 		}
 		if c.Admin.Listen == c.Listen && port != "0" {
-			return invalid("admin.listen", "%s is also the call listener's address; give the admin API a port of its own", c.Admin.Listen)
+			return invalid("admin.listen", "%q is also the call listener's address; give the admin API a port of its own", c.Admin.Listen)
 		}
 	}
 	for i, t := range c.Admin.Tokens {
@@ -186,6 +186,17 @@ func (c *Config) Validate() error {
 		}
 	}
 	return c.validatePipelines()
+}
+
+// splitPort returns the port of a host:port address. Its error quotes the
+// address, which net.AddrError prints as it is: a value with a newline in
+// it would split the one-line "file:line:col: message" error in two.
+func splitPort(addr string) (string, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if ae, ok := err.(*net.AddrError); ok {
+		return "", fmt.Errorf("address %q: %s", ae.Addr, ae.Err)
+	}
+	return port, err
 }
 
 func (l *Limits) validate() error {

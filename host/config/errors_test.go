@@ -53,7 +53,7 @@ func TestErrors(t *testing.T) {
 		{"duration without unit", "limits:\n  drain_timeout: 30\n", "voxhost.yaml:2:18: ", `limits.drain_timeout: want a duration such as "10s" or "1m30s", got int 30`},
 
 		// Bad values, found by Validate after decoding.
-		{"listen without port", "listen: localhost\n", "voxhost.yaml:1:9: ", "listen: address localhost: missing port in address"},
+		{"listen without port", "listen: localhost\n", "voxhost.yaml:1:9: ", `listen: address "localhost": missing port in address`},
 		{"zero pages", "memory_limit_pages: 0\n", "voxhost.yaml:1:21: ", "memory_limit_pages: must be between 1 and 65536 (64 KiB pages), got 0"},
 		{"too many pages", "memory_limit_pages: 65537\n", "voxhost.yaml:1:21: ", "memory_limit_pages: must be between 1 and 65536"},
 		{"log level", "log_level: verbose\n", "voxhost.yaml:1:12: ", `log_level: unknown level "verbose" (want debug, info, warn or error)`},
@@ -66,8 +66,10 @@ func TestErrors(t *testing.T) {
 		{"low water over high", "limits:\n  ready_high_water: 10\n  ready_low_water: 10\n", "voxhost.yaml:3:20: ", "limits.ready_low_water: must be below ready_high_water, got 10"},
 		{"empty token", "auth:\n  tokens: [a, '']\n", "voxhost.yaml:2:15: ", "auth.tokens[1]: empty token"},
 		{"unknown admin key", "admin:\n  listen: '127.0.0.1:9090'\n  token: [a]\n", "voxhost.yaml:3:3: ", `admin: unknown key "token" (want one of: listen, tokens, tokens_env)`},
-		{"admin listen without port", "admin:\n  listen: localhost\n", "voxhost.yaml:2:11: ", "admin.listen: address localhost: missing port in address"},
-		{"admin on the call port", "listen: ':8080'\nadmin:\n  listen: ':8080'\n", "voxhost.yaml:3:11: ", "admin.listen: :8080 is also the call listener's address"},
+		{"listen with a line break", "listen: 00\n\n  00\n", "voxhost.yaml:1:9: ", `listen: address "00\n00": missing port in address`},
+		{"admin listen with a line break", "admin:\n  listen: \"a\\n:1\"\nlisten: \"a\\n:1\"\n", "voxhost.yaml:2:11: ", `admin.listen: "a\n:1" is also the call listener's address`},
+		{"admin listen without port", "admin:\n  listen: localhost\n", "voxhost.yaml:2:11: ", `admin.listen: address "localhost": missing port in address`},
+		{"admin on the call port", "listen: ':8080'\nadmin:\n  listen: ':8080'\n", "voxhost.yaml:3:11: ", `admin.listen: ":8080" is also the call listener's address`},
 		{"empty admin token", "admin:\n  tokens: ['', b]\n", "voxhost.yaml:2:12: ", "admin.tokens[0]: empty token"},
 		{"bad origin", "origins: [example.com, '[a']\n", "voxhost.yaml:1:24: ", `origins[1]: bad origin pattern "[a"`},
 		{"on_error", "pipelines:\n  main:\n    - plugin: gain\n      on_error: retry\n", "voxhost.yaml:4:17: ", `pipelines.main[0].on_error: unknown on_error policy "retry" (want bypass or end_call)`},
