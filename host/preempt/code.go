@@ -106,9 +106,9 @@ type emitter struct {
 	code []byte
 	from int
 	fuel int
-	// local is the fuel local (fuelLocal); n holds a bulk operation's
-	// length.
-	local, n uint32
+	// local is the fuel local (fuelLocal); a, b and n hold a bulk
+	// operation's operands.
+	local, a, b, n uint32
 }
 
 // copyTo copies the input up to offset end.
@@ -233,27 +233,142 @@ func (e *emitter) load(end int) {
 	}
 }
 
-// charge subtracts a bulk operation's length (on top of the stack) divided
-// by 64 from the fuel, before the operation at start: a memory.fill of 16
-// MiB takes about as long as a refill of fuel.
+// getFuel and setFuel read and write the fuel where the function keeps it.
+func (e *emitter) getFuel(b []byte) []byte {
+	if e.fuel == fuelLocal {
+		return appendU32(append(b, 0x20), e.local) // local.get $f
+	}
+	return appendU32(append(b, 0x23), e.m.flag) // global.get $fuel
+}
+
+func (e *emitter) setFuel(b []byte) []byte {
+	if e.fuel == fuelLocal {
+		return appendU32(append(b, 0x21), e.local) // local.set $f
+	}
+	return appendU32(append(b, 0x24), e.m.flag) // global.set $fuel
+}
+
+// ifEmpty refills the fuel when it is negative.
+func (e *emitter) ifEmpty(b []byte) []byte {
+	b = e.getFuel(b)
+	b = append(b, 0x41, 0x00, 0x48, 0x04, 0x40) // i32.const 0; i32.lt_s; if
+	b = e.refill(b)
+	return append(b, 0x0b)
+}
+
+// charge subtracts an operation's count (on top of the stack, at most
+// maxCharge) from the fuel before the operation at start, and refills it
+// if that emptied it: a table.fill or memory.init then costs what it
+// does, and no number of them in a row can wrap the fuel.
 func (e *emitter) charge(start int) {
 	if e.fuel != fuelLocal && e.fuel != fuelGlobal {
 		return
 	}
 	e.copyTo(start)
-	e.code = appendU32(append(e.code, 0x22), e.n) // local.tee $n
-	if e.fuel == fuelLocal {
-		e.code = appendU32(append(e.code, 0x20), e.local) // local.get $f
-	} else {
-		e.code = appendU32(append(e.code, 0x23), e.m.flag) // global.get $fuel
+	b := appendU32(append(e.code, 0x22), e.n) // local.tee $n
+	b = e.getFuel(b)
+	// select(n, maxCharge, n < maxCharge): the count, unsigned, capped.
+	b = appendU32(append(b, 0x20), e.n)
+	b = appendS32(append(b, 0x41), maxCharge)
+	b = appendU32(append(b, 0x20), e.n)
+	b = appendS32(append(b, 0x41), maxCharge)
+	b = append(b, 0x49, 0x1b, 0x6b) // i32.lt_u; select; i32.sub
+	b = e.setFuel(b)
+	e.code = e.ifEmpty(b)
+}
+
+// Opcodes of the bulk memory operations (after 0xfc).
+const (
+	memoryCopy = 10
+	memoryFill = 11
+)
+
+// bulk replaces the memory.copy or memory.fill spanning the input from
+// start to end by a loop that moves BulkChunk bytes at a time, charging
+// each chunk and refilling the fuel when it runs out. Its operands are
+// on the stack: (dst, src, n) or (dst, value, n). An operation that fits
+// in a chunk runs as it is. A larger one that would go out of bounds runs
+// as it is too, first, so that it traps before it writes anything, as the
+// original does; a copy whose destination lies above its source moves its
+// chunks from the end down, so that overlapping ranges copy as memmove.
+func (e *emitter) bulk(start, end int, op uint32) {
+	e.copyTo(start)
+	e.from = end
+	get := func(b []byte, local uint32) []byte { return appendU32(append(b, 0x20), local) }
+	set := func(b []byte, local uint32) []byte { return appendU32(append(b, 0x21), local) }
+	add := func(b []byte, local uint32, sign byte) []byte { // local ±= BulkChunk
+		b = get(b, local)
+		b = appendS32(append(b, 0x41), BulkChunk)
+		return set(append(b, sign), local)
 	}
-	e.code = appendU32(append(e.code, 0x20), e.n) // local.get $n
-	e.code = append(e.code, 0x41, 6, 0x76, 0x6b)  // i32.const 6; i32.shr_u; i32.sub
-	if e.fuel == fuelLocal {
-		e.code = appendU32(append(e.code, 0x21), e.local) // local.set $f
-	} else {
-		e.code = appendU32(append(e.code, 0x24), e.m.flag) // global.set $fuel
+	operation := func(b []byte, n func([]byte) []byte) []byte {
+		b = get(get(b, e.a), e.b)
+		b = n(b)
+		if op == memoryFill {
+			return append(b, 0xfc, memoryFill, 0x00)
+		}
+		return append(b, 0xfc, memoryCopy, 0x00, 0x00)
 	}
+	whole := func(b []byte) []byte { return get(b, e.n) }
+	chunk := func(b []byte) []byte { return appendS32(append(b, 0x41), BulkChunk) }
+	// past: (u64)local + n > the memory's size in bytes.
+	past := func(b []byte, local uint32) []byte {
+		b = append(get(b, local), 0xad) // i64.extend_i32_u
+		b = append(get(b, e.n), 0xad, 0x7c)
+		b = append(b, 0x3f, 0x00, 0xad, 0x42, 0x10, 0x86) // memory.size; i64.extend_i32_u; i64.const 16; i64.shl
+		return append(b, 0x56)                            // i64.gt_u
+	}
+	// chunks loops while n > BulkChunk, running body then the check.
+	chunks := func(b []byte, body func([]byte) []byte) []byte {
+		b = append(b, 0x02, 0x40, 0x03, 0x40) // block; loop
+		b = get(b, e.n)
+		b = appendS32(append(b, 0x41), BulkChunk)
+		b = append(b, 0x4d, 0x0d, 0x01) // i32.le_u; br_if 1
+		b = body(b)
+		var at int
+		b, at = e.take(b)
+		putWeight(b[at:], BulkChunk, int(e.m.refill))
+		b = append(b, 0x04, 0x40) // if
+		b = e.refill(b)
+		return append(b, 0x0b, 0x0c, 0x00, 0x0b, 0x0b) // end; br 0; end; end
+	}
+
+	b := set(set(set(e.code, e.n), e.b), e.a)
+	b = get(b, e.n)
+	b = appendS32(append(b, 0x41), BulkChunk)
+	b = append(b, 0x4b, 0x04, 0x40) // i32.gt_u; if
+	b = past(b, e.a)
+	if op == memoryCopy {
+		b = append(past(b, e.b), 0x72) // i32.or
+	}
+	b = append(b, 0x04, 0x40) // if
+	b = append(operation(b, whole), 0x0b)
+	forward := func(b []byte) []byte {
+		b = operation(b, chunk)
+		b = add(b, e.a, 0x6a)
+		if op == memoryCopy {
+			b = add(b, e.b, 0x6a)
+		}
+		return add(b, e.n, 0x6b)
+	}
+	if op == memoryFill {
+		b = chunks(b, forward)
+	} else {
+		b = append(get(get(b, e.a), e.b), 0x4b, 0x04, 0x40) // dst > src: if
+		b = chunks(b, func(b []byte) []byte {
+			b = add(b, e.n, 0x6b)
+			// dst + n, src + n, BulkChunk
+			b = append(get(get(b, e.a), e.n), 0x6a)
+			b = append(get(get(b, e.b), e.n), 0x6a)
+			b = chunk(b)
+			return append(b, 0xfc, memoryCopy, 0x00, 0x00)
+		})
+		b = append(b, 0x05) // else
+		b = chunks(b, forward)
+		b = append(b, 0x0b)
+	}
+	b = append(b, 0x0b) // end
+	e.code = operation(b, whole)
 }
 
 func (m *module) codeSection(s *section) []byte {
@@ -262,13 +377,15 @@ func (m *module) codeSection(s *section) []byte {
 	if n != m.funcs {
 		r.fail("%d function bodies for %d declared functions", n, m.funcs)
 	}
+	r.over("code_bytes", uint64(len(s.body)), uint64(m.limits.CodeBytes), "bytes of code")
 	out := make([]byte, 0, len(s.body)+len(s.body)/8+16)
 	out = appendU32(out, n)
 	var sc scratch
 	for i := uint32(0); i < n; i++ {
 		size := r.u32()
+		r.over("function_bytes", uint64(size), uint64(m.limits.FunctionBytes), "bytes in the body of function %d", m.funcImports+i)
 		start := r.pos
-		body := m.body(&reader{b: r.bytes(size), base: s.off + start}, m.params[m.funcType[i]], &sc)
+		body := m.body(&reader{b: r.bytes(size), base: s.off + start}, m.funcImports+i, m.params[m.funcType[i]], &sc)
 		out = appendU32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
@@ -277,6 +394,10 @@ func (m *module) codeSection(s *section) []byte {
 	}
 	return out
 }
+
+// bulkCost is what the instructions around a memory.copy or memory.fill
+// weigh when it fits in a chunk; larger ones charge their chunks.
+const bulkCost = 12
 
 // shape is what walk's first pass finds in a function.
 type shape struct {
@@ -297,17 +418,17 @@ type shape struct {
 // entry and after each call, and stored back before each call and wherever
 // the function may return, which would cost more than it saves in a loop
 // that calls anyway.
-func (m *module) body(r *reader, params uint32, sc *scratch) []byte {
+func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 	count := r.u32()
 	entriesAt := r.pos
 	locals := uint64(params)
 	for n := count; n > 0; n-- {
 		locals += uint64(r.u32())
+		r.over("function_locals", locals, m.limits.FunctionLocals, "locals in function %d", index)
 		r.valtype()
 	}
-	if locals > MaxLocals {
-		r.fail("a function with %d locals; the host allows %d", locals, MaxLocals)
-	}
+	m.locals += locals
+	r.over("module_locals", m.locals, m.limits.ModuleLocals, "locals in all functions")
 	header := r.b[:r.pos]
 	entries := r.b[entriesAt:r.pos]
 	codeAt := r.pos
@@ -323,12 +444,13 @@ func (m *module) body(r *reader, params uint32, sc *scratch) []byte {
 		e.fuel = fuelNone
 	case sh.looped:
 		e.fuel = fuelGlobal
-		if sh.bulk {
-			e.n, added = uint32(locals), 1
-		}
 	default:
 		e.fuel = fuelLocal
-		e.local, e.n, added = uint32(locals), uint32(locals)+1, 2
+		e.local, added = uint32(locals), 1
+	}
+	if sh.bulk && e.fuel != stopFlag {
+		e.a, e.b, e.n = uint32(locals)+added, uint32(locals)+added+1, uint32(locals)+added+2
+		added += 3
 	}
 	r.pos = codeAt
 	top := m.walk(r, uint32(locals), sc, e).top
@@ -350,7 +472,7 @@ func (m *module) body(r *reader, params uint32, sc *scratch) []byte {
 		var at int
 		out, at = e.check(out)
 		if at >= 0 {
-			putWeight(out[at:], top.cost)
+			putWeight(out[at:], top.cost, int(m.refill))
 		}
 	}
 	out = append(out, e.code...)
@@ -381,6 +503,7 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 		case immBlock:
 			m.blocktype(r)
 			ctrl = append(ctrl, frame{region: cur, added: top.added})
+			r.over("nesting", uint64(len(ctrl)-1), uint64(m.limits.Nesting), "levels of nested blocks")
 		case immLoop:
 			params := m.blocktype(r)
 			sh.loops = true
@@ -396,6 +519,7 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 				f.added += 3
 			}
 			ctrl = append(ctrl, f)
+			r.over("nesting", uint64(len(ctrl)-1), uint64(m.limits.Nesting), "levels of nested blocks")
 		case immEnd:
 			if len(ctrl) == 1 && e != nil { // the function's end
 				e.save(start)
@@ -503,8 +627,14 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 		case immHeapType:
 			r.skipLEB(5)
 		case immMisc:
-			switch misc(r) {
-			case 8, 10, 11, 12, 14, 17: // memory.init/copy/fill, table.init/copy/fill
+			switch sub := misc(r); sub {
+			case memoryCopy, memoryFill:
+				sh.bulk = true
+				regions[cur].cost += bulkCost
+				if e != nil && e.fuel != stopFlag {
+					e.bulk(start, r.pos, sub)
+				}
+			case 8, 12, 14, 15, 17: // memory.init, table.init/copy/grow/fill
 				sh.bulk = true
 				if e != nil {
 					e.charge(start)
@@ -522,7 +652,7 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 	}
 	if e != nil && (e.fuel == fuelLocal || e.fuel == fuelGlobal) {
 		for _, g := range regions[1:] {
-			putWeight(e.code[g.at:], g.cost)
+			putWeight(e.code[g.at:], g.cost, int(e.m.refill))
 		}
 	}
 	sc.regions, sc.ctrl = regions, ctrl

@@ -6,8 +6,18 @@
 // Fuel (the mode voxhost runs) adds a mutable i32 global, the fuel, and an
 // imported function, ImportModule.ImportTick. Each check subtracts from the
 // fuel the number of instructions it precedes (a call to an import counts
-// ImportCallCost, a bulk memory operation its length / 64). When the fuel
-// drops below zero the check calls the tick, whose result refills it. The
+// ImportCallCost), never more than a refill. When the fuel drops below zero
+// the check calls the tick, whose result refills it. Operations whose cost
+// depends on their operands are charged by them and checked right away: a
+// memory.fill or memory.copy larger than BulkChunk becomes a loop of chunks
+// with a check after each (so a 16 MiB fill is no longer one instruction
+// that holds its goroutine for milliseconds), table and memory.init
+// operations are charged their count.
+//
+// The rewrite is also where a module's declarations meet the host's Limits
+// (functions, locals, code, nesting, tables, globals, segments): a table
+// gets a maximum within the cap, so that table.grow past it fails in the
+// guest. The
 // tick runs on the goroutine of the call, in Go: it reads the clock,
 // decides whether the call is over its budget, and traps it by panicking if
 // so. Because the guest leaves its compiled code at every tick, a plugin

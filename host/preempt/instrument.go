@@ -33,50 +33,77 @@ const (
 )
 
 const (
-	// Refill is the fuel a module starts with; the tick returns the fuel to
-	// go on with: 15 µs of a tight DSP loop (which runs 17 instructions a
+	// Refill is the fuel a module starts with and the tick returns by
+	// default: 15 µs of a tight DSP loop (which runs 17 instructions a
 	// nanosecond), a millisecond or so of code that misses the cache.
 	Refill = 1 << 18
 	// ImportCallCost is what a call to an imported (host) function weighs,
 	// in instructions. Host calls cost 0.1 to a few microseconds, but
 	// plugins make them in branches taken rarely (an emit when speech
-	// starts), which a static weight charges on every pass.
+	// starts), which a static weight charges on every pass. Host functions
+	// that do work in proportion to their arguments check the budget
+	// themselves.
 	ImportCallCost = 100
 	// LeafLimit: a function that makes no calls and has at most this many
 	// instructions outside its loops gets no check at entry; its loops have
 	// their own. It can only run a bounded time before it returns.
 	LeafLimit = 32
-	// maxWeight caps what one check subtracts.
-	maxWeight = 1 << 24
-	// MaxLocals and MaxTableElements are limits of the implementation, as
-	// every engine has (V8's are 50000 and 10000000): wazero allocates a
-	// function's locals and a table's elements from the declared counts, a
-	// few bytes of a module asking for gigabytes.
-	MaxLocals        = 50000
-	MaxTableElements = 1 << 20
+	// BulkChunk is the most bytes one memory.fill or memory.copy of an
+	// instrumented module moves between two checks: a larger one is cut
+	// into chunks of this size, each charged BulkChunk fuel (a byte costs
+	// about what an instruction does), so that a 16 MiB fill is a loop
+	// with checks in it, stoppable within its budget, and no longer one
+	// instruction that holds the goroutine for milliseconds.
+	BulkChunk = 1 << 16
+	// maxCharge caps a dynamic charge (a table operation's element count),
+	// so that fuel, an i32, cannot wrap however large the count.
+	maxCharge = 1 << 24
 )
+
+// Config tunes a rewrite; the zero value is the host's defaults.
+type Config struct {
+	// Mode says what the checks do.
+	Mode Mode
+	// Refill is the fuel the module starts with, which the host's tick
+	// must return too; zero means Refill. No check weighs more than a
+	// refill, so any loop makes progress between two ticks. Tests set it
+	// small to make ticks happen constantly.
+	Refill int32
+	// Limits caps what the module may declare; zero fields mean
+	// DefaultLimits.
+	Limits Limits
+}
 
 // ErrReserved is wrapped by the error for a module that uses a name the
 // host reserves for instrumentation.
 var ErrReserved = errors.New("name reserved by the host")
 
-// Instrument adds Fuel checks to a module; see InstrumentMode.
-func Instrument(wasm []byte) ([]byte, error) { return InstrumentMode(wasm, Fuel) }
+// Instrument adds Fuel checks to a module with the default Config; see
+// InstrumentConfig.
+func Instrument(wasm []byte) ([]byte, error) { return InstrumentConfig(wasm, Config{}) }
 
-// InstrumentMode returns a copy of the binary module wasm with a check at
-// the start of every function that makes calls or is not tiny, and at the
-// head of every loop. It runs in time linear in the module's size.
+// InstrumentMode is Instrument with the checks of mode.
+func InstrumentMode(wasm []byte, mode Mode) ([]byte, error) {
+	return InstrumentConfig(wasm, Config{Mode: mode})
+}
+
+// InstrumentConfig returns a copy of the binary module wasm with a check at
+// the start of every function that makes calls or is not tiny, at the head
+// of every loop, and after every operation whose cost depends on its
+// operands (bulk memory and table operations, cut into chunks where they
+// can be). It runs in time linear in the module's size.
 //
 // It reads every section wazero decodes, and fails on bytes that are not a
 // well-formed module, on a count larger than the bytes left could hold, on
-// more than MaxLocals locals in a function or MaxTableElements elements in
-// a table, and on features wazero's WebAssembly 2.0 does not include
-// (exception handling, threads, GC). A module it accepts is safe to hand
-// to wazero, which trusts the counts it reads (v1.12 allocates 13 GB for a
-// 79-byte module whose export section claims 268 million exports). A module
-// that uses a name the host reserves is read to the end before the error,
-// which wraps ErrReserved.
-func InstrumentMode(wasm []byte, mode Mode) (out []byte, err error) {
+// a module over any of c.Limits (a *LimitError), and on features wazero's
+// WebAssembly 2.0 does not include (exception handling, threads, GC). A
+// module it accepts is safe to hand to wazero, which trusts the counts it
+// reads (v1.12 allocates 13 GB for a 79-byte module whose export section
+// claims 268 million exports). It does not validate types: the host
+// validates the original module before it rewrites it, since the rewrite
+// could make some invalid modules valid. A module that uses a name the host
+// reserves is read to the end before the error, which wraps ErrReserved.
+func InstrumentConfig(wasm []byte, c Config) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f, ok := r.(failure)
@@ -86,13 +113,21 @@ func InstrumentMode(wasm []byte, mode Mode) (out []byte, err error) {
 			out, err = nil, f.err
 		}
 	}()
-	if mode != Fuel && mode != Flag {
-		return nil, fmt.Errorf("unknown mode %d", mode)
+	if c.Mode != Fuel && c.Mode != Flag {
+		return nil, fmt.Errorf("unknown mode %d", c.Mode)
 	}
+	if c.Refill < 0 {
+		return nil, fmt.Errorf("refill of %d: it must be positive", c.Refill)
+	}
+	if c.Refill == 0 {
+		c.Refill = Refill
+	}
+	limits := c.Limits.withDefaults()
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
 		return nil, errors.New("not a WebAssembly 1.0 binary module")
 	}
-	m := &module{mode: mode}
+	m := &module{mode: c.Mode, refill: c.Refill, limits: limits}
+	(&reader{}).over("module_bytes", uint64(len(wasm)), uint64(limits.ModuleBytes), "bytes of module")
 	m.split(wasm)
 	m.survey()
 	out = m.emit(len(wasm))
@@ -132,7 +167,12 @@ var rank = [...]int{secType: 1, secImport: 2, secFunction: 3, secTable: 4, secMe
 	secGlobal: 7, secExport: 8, secStart: 9, secElement: 10, secDataCount: 11, secCode: 12, secData: 13}
 
 type module struct {
-	mode     Mode
+	mode   Mode
+	refill int32
+	limits Limits
+	// locals counts the locals of the functions read so far, against
+	// limits.ModuleLocals.
+	locals   uint64
 	sections []section
 	byID     [14]*section
 
@@ -224,8 +264,7 @@ func (m *module) survey() {
 				r.u32()
 				m.funcImports++
 			case 1:
-				r.valtype()
-				r.table()
+				r.fail("imports a table: a plugin must define its own tables")
 			case 2:
 				r.limits()
 			case 3:
@@ -238,11 +277,14 @@ func (m *module) survey() {
 		}
 	}
 	if s := m.byID[secGlobal]; s != nil {
-		m.globals = s.reader().u32()
+		r := s.reader()
+		m.globals = r.u32()
+		r.over("globals", uint64(m.globalImports)+uint64(m.globals), uint64(m.limits.Globals), "globals")
 	}
 	if s := m.byID[secFunction]; s != nil {
 		r := s.reader()
 		m.funcs = r.u32()
+		r.over("functions", uint64(m.funcImports)+uint64(m.funcs), uint64(m.limits.Functions), "functions")
 		for i := uint32(0); i < m.funcs; i++ {
 			t := r.u32()
 			if t >= m.types {
@@ -333,8 +375,7 @@ func (m *module) emit(size int) []byte {
 		case secElement:
 			out = m.section(out, s.id, m.elementSection(s))
 		case secTable:
-			m.tableSection(s)
-			out = m.section(out, s.id, s.body)
+			out = m.section(out, s.id, m.tableSection(s))
 		case secMemory:
 			m.memorySection(s)
 			out = m.section(out, s.id, s.body)
@@ -426,7 +467,7 @@ func (m *module) globalSection(s *section) []byte {
 	}
 	init := int32(0)
 	if m.mode == Fuel {
-		init = Refill
+		init = m.refill
 	}
 	b = append(b, 0x7f, 0x01, 0x41)
 	b = appendS32(b, init)
@@ -476,19 +517,68 @@ func (m *module) exportSection(s *section) []byte {
 	return append(b, entries...)
 }
 
-// tableSection checks the tables.
-func (m *module) tableSection(s *section) {
+// tableSection checks the tables against the limits and gives each a
+// maximum within them: what the tables' minimums leave of
+// limits.TableElements is the room they may grow into together.
+func (m *module) tableSection(s *section) []byte {
 	r := s.reader()
-	for n := r.u32(); n > 0; n-- {
+	n := r.u32()
+	r.over("tables", uint64(n), uint64(m.limits.Tables), "tables")
+	type table struct {
+		ref      []byte
+		min, max uint64
+		bounded  bool
+	}
+	tables := make([]table, 0, n)
+	total := uint64(0)
+	for ; n > 0; n-- {
 		if r.peek() == 0x40 {
 			r.fail("tables with an initialiser are not supported")
 		}
+		start := r.pos
 		r.valtype()
-		r.table()
+		t := table{ref: r.b[start:r.pos]}
+		flags := r.byte()
+		if flags > 1 {
+			r.fail("unsupported table limits flags 0x%02x (64-bit and shared tables are not supported)", flags)
+		}
+		t.min = r.u64()
+		if flags == 1 {
+			t.max, t.bounded = r.u64(), true
+			if t.max < t.min {
+				r.fail("a table's maximum %d is below its minimum %d", t.max, t.min)
+			}
+		}
+		total += t.min
+		r.over("table_elements", total, m.limits.TableElements, "table elements")
+		tables = append(tables, t)
 	}
 	if !r.done() {
 		r.fail("junk after the table section")
 	}
+	// Tables that declare a maximum keep it while the room lasts; those
+	// that declare none share what is left, in order.
+	room := m.limits.TableElements - total
+	grow := make([]uint64, len(tables))
+	for _, bounded := range []bool{true, false} {
+		for i, t := range tables {
+			if t.bounded == bounded {
+				grow[i] = room
+				if bounded {
+					grow[i] = min(room, t.max-t.min)
+				}
+				room -= grow[i]
+			}
+		}
+	}
+	b := appendU32(nil, uint32(len(tables)))
+	for i, t := range tables {
+		b = append(b, t.ref...)
+		b = append(b, 0x01)
+		b = appendU64(b, t.min)
+		b = appendU64(b, t.min+grow[i])
+	}
+	return b
 }
 
 // memorySection checks the memories.
@@ -505,7 +595,10 @@ func (m *module) memorySection(s *section) {
 // dataSection checks the data segments.
 func (m *module) dataSection(s *section) {
 	r := s.reader()
-	for n := r.u32(); n > 0; n-- {
+	n := r.u32()
+	r.over("data_segments", uint64(n), uint64(m.limits.DataSegments), "data segments")
+	total := uint64(0)
+	for ; n > 0; n-- {
 		switch flags := r.u32(); flags {
 		case 0:
 			m.constExpr(r, nil)
@@ -516,7 +609,8 @@ func (m *module) dataSection(s *section) {
 		default:
 			r.fail("unknown data segment flags %d", flags)
 		}
-		r.name() // the bytes
+		total += uint64(len(r.name())) // the bytes
+		r.over("data_bytes", total, m.limits.DataBytes, "bytes of data segments")
 	}
 	if !r.done() {
 		r.fail("junk after the data section")
@@ -528,6 +622,7 @@ func (m *module) elementSection(s *section) []byte {
 	r := s.reader()
 	n := r.u32()
 	b := appendU32(nil, n)
+	entries := uint64(0)
 	for ; n > 0; n-- {
 		flags := r.u32()
 		b = appendU32(b, flags)
@@ -552,6 +647,8 @@ func (m *module) elementSection(s *section) []byte {
 			b = append(b, r.b[start:r.pos]...)
 		}
 		count := r.u32()
+		entries += uint64(count)
+		r.over("element_entries", entries, m.limits.ElementEntries, "element segment entries")
 		b = appendU32(b, count)
 		for ; count > 0; count-- {
 			if flags&4 == 0 {

@@ -192,10 +192,11 @@ func TestRejects(t *testing.T) {
 }
 
 // FuzzInstrument: whatever the bytes, Instrument returns a module or an
-// error and never panics. Of what it accepts, wazero accepts the
-// instrumented module exactly when it accepts the original: the
-// instrumentation neither breaks a valid module nor makes an invalid one
-// valid (an out-of-range index must not come to name the fuel).
+// error and never panics, and wazero accepts the instrumented module when
+// it accepts the original: the instrumentation never breaks a valid
+// module. It can make some invalid modules valid (a start function that
+// takes parameters becomes a mere export), which is why the host validates
+// the original before it rewrites it (host/plugin).
 //
 // Modules Instrument refuses are not handed to wazero, which would allocate
 // from their unchecked counts (gigabytes; the fuzzing process dies); that
@@ -230,9 +231,6 @@ func FuzzInstrument(f *testing.F) {
 			err := compile(ctx, rt, outs[mode])
 			if valid && err != nil {
 				t.Fatalf("mode %d: the instrumented module does not compile: %v", mode, err)
-			}
-			if !valid && err == nil {
-				t.Fatalf("mode %d: wazero refuses the module but accepts it instrumented", mode)
 			}
 		}
 	})

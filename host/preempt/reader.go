@@ -125,14 +125,6 @@ func (r *reader) limits() uint64 {
 	return min
 }
 
-// table passes over a table's limits, which must be within
-// MaxTableElements.
-func (r *reader) table() {
-	if min := r.limits(); min > MaxTableElements {
-		r.fail("a table of %d elements; the host allows %d", min, MaxTableElements)
-	}
-}
-
 // u64 reads an unsigned LEB128 number of at most 64 bits.
 func (r *reader) u64() uint64 {
 	var v uint64
@@ -156,7 +148,9 @@ func (r *reader) memarg() {
 	r.skipLEB(10)
 }
 
-func appendU32(b []byte, v uint32) []byte {
+func appendU32(b []byte, v uint32) []byte { return appendU64(b, uint64(v)) }
+
+func appendU64(b []byte, v uint64) []byte {
 	for v >= 0x80 {
 		b = append(b, byte(v)|0x80)
 		v >>= 7
@@ -179,10 +173,13 @@ func appendName(b []byte, s string) []byte {
 	return append(appendU32(b, uint32(len(s))), s...)
 }
 
-// putWeight writes w as the five-byte signed LEB128 an i32.const check
-// reserved for it (padding with continuation bits is valid LEB128).
-func putWeight(b []byte, w int) {
-	w = min(w, maxWeight)
+// putWeight writes w, at most max, as the five-byte signed LEB128 an
+// i32.const check reserved for it (padding with continuation bits is valid
+// LEB128). A check that weighed more than a refill would find the fuel
+// negative again right after the tick refilled it, and its loop would never
+// get past its head.
+func putWeight(b []byte, w, max int) {
+	w = min(w, max)
 	b[0] = byte(w)&0x7f | 0x80
 	b[1] = byte(w>>7)&0x7f | 0x80
 	b[2] = byte(w>>14)&0x7f | 0x80

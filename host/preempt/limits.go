@@ -1,0 +1,123 @@
+package preempt
+
+import "fmt"
+
+// Limits caps what a module may make the host spend before it runs: each
+// count below is read from the module's sections before wazero sees them,
+// and a module over any of them is refused with an error that names the
+// limit and the value. wazero allocates from the counts a module declares
+// (a function's locals, a table's elements, a global's instance), so a few
+// kilobytes of module can otherwise ask for gigabytes at compile or
+// instantiation time. A zero field means the default of DefaultLimits.
+type Limits struct {
+	// ModuleBytes caps the size of the binary module.
+	ModuleBytes int `json:"module_bytes"`
+	// Functions caps the functions, imported and defined.
+	Functions uint32 `json:"functions"`
+	// FunctionLocals caps one function's parameters and locals;
+	// ModuleLocals caps them summed over every function.
+	FunctionLocals uint64 `json:"function_locals"`
+	ModuleLocals   uint64 `json:"module_locals"`
+	// FunctionBytes caps one function body; CodeBytes the code section.
+	FunctionBytes int `json:"function_bytes"`
+	CodeBytes     int `json:"code_bytes"`
+	// Nesting caps the depth of blocks, loops and ifs in a function.
+	Nesting int `json:"nesting"`
+	// Tables caps the tables; TableElements the elements of all tables
+	// together, at their largest: a table whose declared maximum (or lack
+	// of one) would let it grow past the cap gets a maximum within it, so
+	// that table.grow past the cap fails in the guest with -1, as
+	// memory.grow does past the memory limit.
+	Tables        uint32 `json:"tables"`
+	TableElements uint64 `json:"table_elements"`
+	// Globals caps the globals, imported and defined.
+	Globals uint32 `json:"globals"`
+	// DataSegments and DataBytes cap the data segments and their bytes;
+	// ElementEntries caps the entries of all element segments.
+	DataSegments   uint32 `json:"data_segments"`
+	DataBytes      uint64 `json:"data_bytes"`
+	ElementEntries uint64 `json:"element_entries"`
+}
+
+// DefaultLimits are about ten times what the largest plugin of this
+// repository needs (a Go guest: 2 MB of module, 1,332 functions, a 5,428
+// element table, 22,714 data segments), and small enough that compiling and
+// instantiating a module at every limit at once stays within a few hundred
+// megabytes and seconds (RATIONALE.md has the measurements).
+var DefaultLimits = Limits{
+	ModuleBytes:    16 << 20,
+	Functions:      20000,
+	FunctionLocals: 50000,
+	ModuleLocals:   500000,
+	FunctionBytes:  1 << 20,
+	CodeBytes:      12 << 20,
+	Nesting:        4096,
+	Tables:         8,
+	TableElements:  1 << 16,
+	Globals:        1024,
+	DataSegments:   200000,
+	DataBytes:      8 << 20,
+	ElementEntries: 1 << 17,
+}
+
+// withDefaults fills the zero fields of l from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	pick := func(v *uint64, def uint64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if l.ModuleBytes == 0 {
+		l.ModuleBytes = d.ModuleBytes
+	}
+	if l.Functions == 0 {
+		l.Functions = d.Functions
+	}
+	pick(&l.FunctionLocals, d.FunctionLocals)
+	pick(&l.ModuleLocals, d.ModuleLocals)
+	if l.FunctionBytes == 0 {
+		l.FunctionBytes = d.FunctionBytes
+	}
+	if l.CodeBytes == 0 {
+		l.CodeBytes = d.CodeBytes
+	}
+	if l.Nesting == 0 {
+		l.Nesting = d.Nesting
+	}
+	if l.Tables == 0 {
+		l.Tables = d.Tables
+	}
+	pick(&l.TableElements, d.TableElements)
+	if l.Globals == 0 {
+		l.Globals = d.Globals
+	}
+	if l.DataSegments == 0 {
+		l.DataSegments = d.DataSegments
+	}
+	pick(&l.DataBytes, d.DataBytes)
+	pick(&l.ElementEntries, d.ElementEntries)
+	return l
+}
+
+// LimitError is a module over one of its Limits.
+type LimitError struct {
+	// Limit is the Limits field's JSON name, Value what the module asks
+	// for, Max the limit.
+	Limit      string
+	Value, Max uint64
+	// What says what was counted, for a person: "tables", "locals in
+	// function 12".
+	What string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%d %s, over the host's limit of %d (plugin_limits.%s)", e.Value, e.What, e.Max, e.Limit)
+}
+
+// over stops the rewrite with a LimitError when value exceeds max.
+func (r *reader) over(limit string, value, max uint64, what string, args ...any) {
+	if value > max {
+		r.failWith(&LimitError{Limit: limit, Value: value, Max: max, What: fmt.Sprintf(what, args...)})
+	}
+}
