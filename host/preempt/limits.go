@@ -63,41 +63,27 @@ var DefaultLimits = Limits{
 // withDefaults fills the zero fields of l from DefaultLimits.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	pick := func(v *uint64, def uint64) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	if l.ModuleBytes == 0 {
-		l.ModuleBytes = d.ModuleBytes
-	}
-	if l.Functions == 0 {
-		l.Functions = d.Functions
-	}
-	pick(&l.FunctionLocals, d.FunctionLocals)
-	pick(&l.ModuleLocals, d.ModuleLocals)
-	if l.FunctionBytes == 0 {
-		l.FunctionBytes = d.FunctionBytes
-	}
-	if l.CodeBytes == 0 {
-		l.CodeBytes = d.CodeBytes
-	}
-	if l.Nesting == 0 {
-		l.Nesting = d.Nesting
-	}
-	if l.Tables == 0 {
-		l.Tables = d.Tables
-	}
-	pick(&l.TableElements, d.TableElements)
-	if l.Globals == 0 {
-		l.Globals = d.Globals
-	}
-	if l.DataSegments == 0 {
-		l.DataSegments = d.DataSegments
-	}
-	pick(&l.DataBytes, d.DataBytes)
-	pick(&l.ElementEntries, d.ElementEntries)
+	orDefault(&l.ModuleBytes, d.ModuleBytes)
+	orDefault(&l.Functions, d.Functions)
+	orDefault(&l.FunctionLocals, d.FunctionLocals)
+	orDefault(&l.ModuleLocals, d.ModuleLocals)
+	orDefault(&l.FunctionBytes, d.FunctionBytes)
+	orDefault(&l.CodeBytes, d.CodeBytes)
+	orDefault(&l.Nesting, d.Nesting)
+	orDefault(&l.Tables, d.Tables)
+	orDefault(&l.TableElements, d.TableElements)
+	orDefault(&l.Globals, d.Globals)
+	orDefault(&l.DataSegments, d.DataSegments)
+	orDefault(&l.DataBytes, d.DataBytes)
+	orDefault(&l.ElementEntries, d.ElementEntries)
 	return l
+}
+
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // LimitError is a module over one of its Limits.
