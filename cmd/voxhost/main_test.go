@@ -99,6 +99,35 @@ func TestRunWritesEventsAsJSONLines(t *testing.T) {
 	}
 }
 
+// A plugin that traps in call_end fails the run (main prints the error and
+// exits 1), but the output is written first, flush tail included.
+func TestRunWritesOutputAndReportsCallEndFault(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.wav"), filepath.Join(dir, "out.wav")
+	speech := signal.Speech(8000, 1)
+	if err := audiofile.WritePCM(in, speech, 8000); err != nil {
+		t.Fatal(err)
+	}
+	endTrap := filepath.Join("..", "..", "host", "offline", "testdata", "end_trap.wasm")
+	err := voxhost(t, "run", "-q", "--events", filepath.Join(dir, "events.jsonl"), "--pipeline", "gain db=0 | "+endTrap, in, out)
+	var exit exitError
+	if err == nil || errors.As(err, &exit) {
+		t.Fatalf("err = %v, want an error for main to print", err)
+	}
+	for _, want := range []string{"call_end", "plugin end_trap.wasm", "vox_event", "unreachable", out + " holds the output"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	pcm, _, err := audiofile.ReadPCM(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(speech) + 4*2; len(pcm) != want || string(pcm[:len(speech)]) != string(speech) {
+		t.Fatalf("wrote %d bytes, want the %d of the input and the flush tail", len(pcm), want)
+	}
+}
+
 func TestRunRejectsWrongRateWithAdvice(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.wav")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,7 +68,10 @@ func runCommand() *cli.Command {
 			sum, err := offline.Run(c.Context, offline.Options{
 				Definition: def, In: c.Args().Get(0), Out: c.Args().Get(1), Events: events, DTMF: dtmf,
 			})
-			if err != nil {
+			// A fault that ended the call still leaves the output written:
+			// summarise it, then fail, so scripts see the fault.
+			var fault *offline.FaultError
+			if err != nil && !errors.As(err, &fault) {
 				return err
 			}
 			if !c.Bool("quiet") {
@@ -78,6 +82,9 @@ func runCommand() *cli.Command {
 				speed := float64(sum.InputMs) / max(float64(sum.Elapsed.Microseconds())/1000, 0.001)
 				fmt.Fprintf(os.Stderr, "%s: %.2f s of audio, %d frames, %d events, %d plugin errors; %v per frame (%.0f× real time); wrote %s at %d Hz\n",
 					c.Args().Get(0), float64(sum.InputMs)/1000, sum.Frames, sum.Events, sum.Faults, perFrame, speed, c.Args().Get(1), sum.OutputRate)
+			}
+			if fault != nil {
+				return fmt.Errorf("run %s: %w; %s holds the output processed before it (%d frames)", c.Args().Get(0), fault, c.Args().Get(1), sum.Frames)
 			}
 			return nil
 		},

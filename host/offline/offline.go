@@ -7,6 +7,7 @@ package offline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"github.com/voxhost/voxhost/host/audiofile"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
 )
 
 // FrameMs is the frame length of a run, as telephony streams send it.
@@ -119,7 +121,48 @@ func (l *eventLog) Emit(plugin, name string, data []byte) {
 	l.write(e)
 }
 
-// Run processes the input file and writes the output file.
+// FaultError is a plugin fault that ended a run: a stage under
+// on_error=end_call or one that changes the sample rate failed, or a plugin
+// failed its call_end, which has no rest of the call to bypass it for. Run
+// has still written the output processed before the fault, as a live call
+// would have sent it, so a plugin author can hear what led up to it.
+type FaultError struct {
+	// At says when: "call_start", "the frame at 80 ms", "the DTMF key 5 at
+	// 500 ms", "flush" (the end of the input) or "call_end".
+	At string
+	// Err is what failed: a *plugin.Error for a plugin, several joined
+	// when more than one plugin failed its call_end.
+	Err error
+}
+
+func (e *FaultError) Error() string {
+	return fmt.Sprintf("the call ended on a plugin fault at %s: %s", e.At, oneLine(e.Err))
+}
+
+// Unwrap returns the plugin's error.
+func (e *FaultError) Unwrap() error { return e.Err }
+
+// oneLine is err's message with the errors errors.Join joined on separate
+// lines put on one, so the report stays one line.
+func oneLine(err error) string {
+	var msgs []string
+	for _, e := range unjoin(err) {
+		msgs = append(msgs, e.Error())
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// unjoin lists the errors errors.Join put together, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// Run processes the input file and writes the output file. A plugin fault
+// that ends the call is returned as a *FaultError after the output is
+// written; any other error means no output.
 func Run(ctx context.Context, opts Options) (Summary, error) {
 	var sum Summary
 	outFormat, err := audiofile.FormatOf(opts.Out)
@@ -167,8 +210,12 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	meta, _ := json.Marshal(map[string]any{
 		"call_id": callID, "pipeline": opts.Definition.Name, "protocol": "file", "sample_rate": rate,
 	})
+	// ended is the fault that ended the call, if one did. Like a live call,
+	// the run then stops sending audio, skips the flush, and still ends the
+	// call and keeps what came out before.
+	var ended *FaultError
 	if err := p.Event(abi.EventCallStart, 0, meta); err != nil {
-		return sum, err
+		ended = &FaultError{At: "call_start", Err: err}
 	}
 
 	start := time.Now()
@@ -187,15 +234,19 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	}
 	var out []byte
 	dtmf := opts.DTMF
-	for off := 0; off < len(pcm); off += frameBytes {
+	for off := 0; ended == nil && off < len(pcm); off += frameBytes {
 		events.mu.Lock()
-		events.nowMs = off / abi.SampleBytes * 1000 / rate
+		nowMs := off / abi.SampleBytes * 1000 / rate
+		events.nowMs = nowMs
 		events.mu.Unlock()
-		for len(dtmf) > 0 && dtmf[0].AtMs < events.nowMs+FrameMs {
+		for ended == nil && len(dtmf) > 0 && dtmf[0].AtMs < nowMs+FrameMs {
 			if err := p.Event(abi.EventDTMF, int32(dtmf[0].Digit), nil); err != nil {
-				return sum, err
+				ended = &FaultError{At: fmt.Sprintf("the DTMF key %c at %d ms", dtmf[0].Digit, dtmf[0].AtMs), Err: err}
 			}
 			dtmf = dtmf[1:]
+		}
+		if ended != nil {
+			break
 		}
 		end := min(off+frameBytes, len(pcm))
 		// The ABI promises frames in whole milliseconds: pad a short tail.
@@ -213,29 +264,47 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		}
 		view, err := p.Process(src)
 		if err != nil {
-			return sum, err
+			ended = &FaultError{At: fmt.Sprintf("the frame at %d ms", nowMs), Err: err}
+			break
 		}
 		out = append(out, view...)
 		sum.Frames++
 	}
-	if err := p.Flush(func(tail []byte) error { out = append(out, tail...); return nil }); err != nil {
-		return sum, err
+	if ended == nil {
+		if err := p.Flush(func(tail []byte) error { out = append(out, tail...); return nil }); err != nil {
+			ended = &FaultError{At: "flush", Err: err}
+		}
 	}
 	sum.Elapsed = time.Since(start)
 	sum.InputMs = len(pcm) / abi.SampleBytes * 1000 / rate
 	sum.OutputRate = p.OutputRate()
-	// call_end may make plugins emit too: close before counting.
+	// call_end may make plugins emit too: close before counting. The
+	// pipeline reports call_end faults only as this error, so they are
+	// logged and counted here like the faults it reports through OnFault.
 	closed = true
 	if err := p.Close(ctx); err != nil {
-		return sum, err
+		for _, e := range unjoin(err) {
+			faults++
+			ev := Event{Kind: "plugin_error", Error: e.Error(), Action: "call ended"}
+			if pe := (*plugin.Error)(nil); errors.As(e, &pe) {
+				ev.Plugin = pe.Plugin
+			}
+			events.write(ev)
+		}
+		if ended == nil {
+			ended = &FaultError{At: "call_end", Err: err}
+		}
 	}
 	sum.Events = events.count
 	sum.Faults = faults
+	if err := audiofile.WritePCM(opts.Out, out, p.OutputRate()); err != nil {
+		return sum, err
+	}
 	if events.err != nil {
 		return sum, fmt.Errorf("writing events: %w", events.err)
 	}
-	if err := audiofile.WritePCM(opts.Out, out, p.OutputRate()); err != nil {
-		return sum, err
+	if ended != nil {
+		return sum, ended
 	}
 	return sum, nil
 }

@@ -1,0 +1,113 @@
+package offline_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/audiofile"
+	"github.com/voxhost/voxhost/host/offline"
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/hosttest"
+)
+
+// A plugin that fails at or near the end of a call must not cost the audio
+// before the failure: Run writes it, and returns a *FaultError naming the
+// plugin, the export and the reason.
+func TestFaultKeepsTheOutputBeforeIt(t *testing.T) {
+	in := signal.Speech(8000, 0.5) // 25 frames of 320 bytes
+	frame := 160 * abi.SampleBytes
+	tail := []byte{1, 0, 2, 0, 3, 0, 4, 0} // end_trap.wasm's flush
+	trap := filepath.Join("..", "plugin", "testdata", "trap.wasm")
+	for _, tc := range []struct {
+		name, spec string
+		at         string
+		plugin     string
+		export     string
+		want       []byte
+		// endEvent: the fault is logged by Run itself, not through the
+		// pipeline's OnFault, so its action is "call ended".
+		endEvent bool
+	}{
+		{"call_end under bypass", "testdata/end_trap.wasm", "call_end", "end_trap.wasm", abi.ExportEvent, append(bytes.Clone(in), tail...), true},
+		{"flush under end_call", "testdata/flush_trap.wasm on_error=end_call", "flush", "flush_trap.wasm", abi.ExportEvent, in, false},
+		{"third frame under end_call", trap + " on_error=end_call", "the frame at 40 ms", "trap.wasm", abi.ExportProcess, in[:2*frame], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, events, got, err := run(t, tc.spec, in)
+			var fault *offline.FaultError
+			if !errors.As(err, &fault) || fault.At != tc.at {
+				t.Fatalf("err = %v, want a *FaultError at %s", err, tc.at)
+			}
+			var pe *plugin.Error
+			if !errors.As(err, &pe) || pe.Plugin != tc.plugin || pe.Export != tc.export || pe.Kind != plugin.KindTrap || pe.Reason != "unreachable" {
+				t.Fatalf("err = %v, want a trap of %s in %s", err, tc.plugin, tc.export)
+			}
+			if !bytes.Equal(got, tc.want) {
+				t.Fatalf("wrote %d bytes, want the %d processed before the fault", len(got), len(tc.want))
+			}
+			if sum.Faults != 1 || len(events) != 1 || events[0].Plugin != tc.plugin || events[0].Kind != "plugin_error" {
+				t.Fatalf("%d faults, events %+v: want the one fault of %s", sum.Faults, events, tc.plugin)
+			}
+			if tc.endEvent && events[0].Action != "call ended" {
+				t.Fatalf("call_end fault event %+v", events[0])
+			}
+		})
+	}
+}
+
+// A flush fault under the default policy is bypassed, as in a live call: the
+// run succeeds and reports the fault as an event.
+func TestBypassedFlushFaultIsNotAnError(t *testing.T) {
+	in := signal.Speech(8000, 0.2)
+	sum, events, got, err := run(t, "testdata/flush_trap.wasm", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, in) || sum.Faults != 1 || len(events) != 1 || events[0].Action != "bypassed for the rest of the call" {
+		t.Fatalf("wrote %d of %d bytes, %d faults, events %+v", len(got), len(in), sum.Faults, events)
+	}
+}
+
+// run writes in as a WAV, runs spec over it and returns the summary, the
+// events, the output audio and Run's error.
+func run(t *testing.T, spec string, in []byte) (offline.Summary, []offline.Event, []byte, error) {
+	t.Helper()
+	ctx := context.Background()
+	specs, err := pipeline.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := hosttest.Catalog(t).Definition(ctx, "test", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	inPath, outPath := filepath.Join(dir, "in.wav"), filepath.Join(dir, "out.wav")
+	if err := audiofile.WritePCM(inPath, in, 8000); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	sum, runErr := offline.Run(ctx, offline.Options{Definition: def, In: inPath, Out: outPath, Events: &log})
+	out, _, err := audiofile.ReadPCM(outPath)
+	if err != nil {
+		t.Fatalf("no output (run: %v): %v", runErr, err)
+	}
+	var events []offline.Event
+	sc := bufio.NewScanner(&log)
+	for sc.Scan() {
+		var e offline.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("event %q: %v", sc.Text(), err)
+		}
+		events = append(events, e)
+	}
+	return sum, events, out, runErr
+}
