@@ -22,10 +22,11 @@ import (
 )
 
 // pending is an event a plugin emitted during the current frame, sent to
-// the client once the frame is done.
+// the client once the frame is done. Label is its name as
+// voxhost_plugin_events_total counts it (see eventLabel).
 type pending struct {
-	plugin, name string
-	data         []byte
+	plugin, name, label string
+	data                []byte
 }
 
 // call is one live call: its socket, protocol session, pipeline and the
@@ -243,7 +244,7 @@ func (c *call) startPipeline(start *transport.Start) error {
 
 // Emit implements plugin.Sink: events wait until the frame is done.
 func (c *call) Emit(plugin, name string, data []byte) {
-	c.events = append(c.events, pending{plugin: plugin, name: name, data: data})
+	c.events = append(c.events, pending{plugin: plugin, name: name, label: eventLabel(name), data: data})
 }
 
 // flushEvents sends the events and fault notices of the last frame.
@@ -261,11 +262,11 @@ func (c *call) flushEvents() bool {
 		}
 		c.log.Warn("plugin failed", "plugin", f.Name, "kind", kind, "action", action, "err", f.Err)
 		data, _ := json.Marshal(map[string]string{"error": f.Err.Error(), "action": action})
-		c.events = append(c.events, pending{plugin: f.Name, name: "plugin_error", data: data})
+		c.events = append(c.events, pending{plugin: f.Name, name: faultEvent, label: faultEvent, data: data})
 	}
 	c.faults = c.faults[:0]
 	for _, e := range c.events {
-		c.s.metrics.pluginEvents.WithLabelValues(e.plugin, e.name).Inc()
+		c.s.metrics.pluginEvents.WithLabelValues(e.plugin, e.label).Inc()
 		var typ transport.MessageType
 		var msg []byte
 		var ok bool

@@ -3,6 +3,8 @@ package server
 import (
 	"regexp"
 
+	"github.com/voxhost/voxhost/abi"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -55,7 +57,7 @@ func newMetrics(liveInstances func() float64) *metrics {
 			Name: "voxhost_malformed_messages_total", Help: "Calls ended by malformed input, by protocol and reason.",
 		}, []string{"protocol", "reason"}),
 		pluginEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "voxhost_plugin_events_total", Help: "Events emitted by plugins, by plugin and name.",
+			Name: "voxhost_plugin_events_total", Help: "Events emitted by plugins, by plugin and name (the well-known names, plugin_error for a failure, other for the rest).",
 		}, []string{"plugin", "name"}),
 	}
 	m.callSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -77,4 +79,25 @@ func newMetrics(liveInstances func() float64) *metrics {
 			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// faultEvent is the event the host sends a client when a plugin fails.
+const faultEvent = "plugin_error"
+
+// otherEvent is the label of every event name outside the well-known set.
+const otherEvent = "other"
+
+// eventLabel bounds the name label of voxhost_plugin_events_total. A
+// plugin may emit any valid name, and every distinct label value is a
+// series Prometheus keeps for good: one plugin counting through names
+// would grow thousands. So only the names abi defines keep their own
+// label, and the rest share "other". A plugin that emits "plugin_error"
+// itself is "other" too, so the label only counts the host's fault
+// notices.
+func eventLabel(name string) string {
+	switch name {
+	case abi.EmitClear, abi.EmitSpeechStart, abi.EmitSpeechEnd, abi.EmitDTMF:
+		return name
+	}
+	return otherEvent
 }
