@@ -169,13 +169,13 @@ func (d *decoder) resolve(n ast.Node) (ast.Node, error) {
 		name := v.Value.GetToken().Value
 		target, ok := d.anchors[name]
 		if !ok {
-			return nil, fmt.Errorf("alias *%s has no anchor &%s before it", name, name)
+			return nil, fmt.Errorf("alias *%s has no anchor &%s before it", shown(name), shown(name))
 		}
 		return target, nil
 	case *ast.TagNode:
 		// Honouring !!str and friends would mean a second set of
 		// conversion rules; quoting already says "this is a string".
-		return nil, fmt.Errorf("YAML tags such as %s are not supported; quote the value instead", v.GetToken().Value)
+		return nil, fmt.Errorf("YAML tags such as %s are not supported; quote the value instead", shown(v.GetToken().Value))
 	}
 	return n, nil
 }
@@ -418,6 +418,17 @@ func position(n ast.Node) *token.Position {
 		n = m.Values[0].Key
 	}
 	return n.GetToken().Position
+}
+
+// shown spells a name from the file (an alias, a tag) for a message: as it
+// is, or quoted when it is empty or holds a space, a line break or another
+// unprintable character. The parser lets such names through, and one with a
+// line break would split the one-line error.
+func shown(name string) string {
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 // join adds a key to a path, quoting a key (a pipeline name) that would

@@ -47,6 +47,7 @@ func TestErrors(t *testing.T) {
 		{"int pipeline name", "pipelines:\n  1: [{plugin: gain}]\n", "voxhost.yaml:2:3: ", "pipelines: want a string key, got int 1"},
 		{"tag", "listen: !!str 8080\n", "voxhost.yaml:1:9: ", "listen: YAML tags such as !!str are not supported; quote the value instead"},
 		{"unknown alias", "listen: *addr\n", "voxhost.yaml:1:9: ", "listen: alias *addr has no anchor &addr before it"},
+		{"alias with a line break", "* 0\n\n0", "voxhost.yaml:1:1: ", `alias *"0\n0" has no anchor &"0\n0" before it`},
 
 		// Durations.
 		{"bad duration", "# limits\nlimits:\n  max_calls: 10\n  max_frame_ms: 40\n\n  # comment\n  idle_timeout: ten\n", "voxhost.yaml:7:17: ", `limits.idle_timeout: time: invalid duration "ten"`},
