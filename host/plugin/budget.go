@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -15,7 +16,7 @@ import (
 // from a fuel counter, and calls the host function below, the tick, when
 // the fuel runs out: every 15 µs to a millisecond of plugin code (see
 // preempt.Refill). The tick runs on the goroutine of the call. The first
-// tick of a call notes the time; a later one that finds the call has run
+// check of a call notes the time; a later one that finds the call has run
 // for longer than its budget panics, which wazero turns into a trap, and
 // the call fails with KindBudget. A call that ends before it has used one
 // tank of fuel costs nothing but the checks: no clock is read and no other
@@ -43,27 +44,22 @@ type budgetState struct {
 	// call under way (the init budget during set-up).
 	budget time.Duration
 	limit  time.Duration
-	// tickCall is the call the last tick belonged to, tickLast the time of
-	// that tick and ran how long the call has run since its first tick.
-	tickCall   uint64
-	tickLast   time.Duration
-	ran        time.Duration
-	overBudget bool
+	// checkedCall is the call the last check belonged to, checkedAt the
+	// time of that check and ran how long the call has run since its
+	// first check.
+	checkedCall uint64
+	checkedAt   time.Duration
+	ran         time.Duration
+	overBudget  bool
+	// threadLocked: the call's first check locked the goroutine to its
+	// thread, which call unlocks when the call returns.
+	threadLocked bool
 }
-
-// maxTickGap caps what the time between two ticks of a call adds to the
-// time it ran. A tick follows the last within about a millisecond of
-// running plugin code at most; a longer gap is time the goroutine spent
-// descheduled (the tick and host functions are points where Go may preempt
-// it; the OS may preempt it anywhere), which must not count against the
-// plugin. Plugin code slower per unit of fuel (cache misses on every load)
-// is stopped later, not sooner, than its budget.
-const maxTickGap = time.Millisecond
 
 // clockBase makes monotonic readings small durations.
 var clockBase = time.Now()
 
-// errBudget is what the tick panics with; the instance's overBudget flag,
+// errBudget is what a check panics with; the instance's overBudget flag,
 // not the error, tells the host what happened.
 var errBudget = errors.New("CPU budget exceeded")
 
@@ -79,20 +75,40 @@ func (r *Runtime) instantiateBudgetModule(ctx context.Context) error {
 }
 
 // budgetTick refills the fuel of a call, or stops the call when it has run
-// for longer than its limit since its first tick.
+// for longer than its limit since its first check.
 func budgetTick(ctx context.Context, stack []uint64) {
 	stack[0] = preempt.Refill
-	in := callerOf(ctx)
-	if in == nil {
+	if in := callerOf(ctx); in != nil {
+		in.checkBudget()
+	}
+}
+
+// checkBudget stops the call under way, by panicking, once it has used more
+// CPU time than its limit since its first check. The tick calls it, and so
+// do host functions whose work grows with their arguments (WASI output and
+// random bytes), as they go: their time counts like the plugin's own.
+//
+// All the CPU time between two checks counts, however much: the
+// instrumentation bounds the work between two checks, so a long gap is an
+// operation the host did not see coming, never time to forgive (an earlier
+// cap of 1 ms of wall time per gap let a loop of 16 MiB fills run for
+// seconds). Time the thread spent descheduled does not count (see
+// threadCPUTime): a healthy plugin on a busy host is not stopped for the
+// host's business. The first check locks the goroutine to its thread, so
+// the thread's clock is the call's; calls that end before their first check
+// (nearly all of them) never pay for it.
+func (in *Instance) checkBudget() {
+	if in.checkedCall != in.calls {
+		if !in.threadLocked {
+			runtime.LockOSThread()
+			in.threadLocked = true
+		}
+		in.checkedCall, in.checkedAt, in.ran = in.calls, threadCPUTime(), 0
 		return
 	}
-	now := time.Since(clockBase)
-	if in.tickCall != in.calls {
-		in.tickCall, in.tickLast, in.ran = in.calls, now, 0
-		return
-	}
-	in.ran += min(now-in.tickLast, maxTickGap)
-	in.tickLast = now
+	now := threadCPUTime()
+	in.ran += now - in.checkedAt
+	in.checkedAt = now
 	if in.ran >= in.limit {
 		in.overBudget = true
 		panic(errBudget)
@@ -102,6 +118,11 @@ func budgetTick(ctx context.Context, stack []uint64) {
 // call calls fn with the instance's stack, under its budget.
 func (in *Instance) call(fn api.Function) error {
 	in.calls++
-	in.hostCalls = 0
-	return fn.CallWithStack(in.ctx, in.stack)
+	in.hostCalls, in.outputBytes = 0, 0
+	err := fn.CallWithStack(in.ctx, in.stack)
+	if in.threadLocked {
+		in.threadLocked = false
+		runtime.UnlockOSThread()
+	}
+	return err
 }

@@ -18,3 +18,7 @@ func NewRuntimeEnforcing(ctx context.Context, opts Options, how string) (*Runtim
 	}
 	return NewRuntime(ctx, opts)
 }
+
+// ThreadCPUTime is the clock budgets are counted on, for tests that check
+// how much of it a stopped call used.
+var ThreadCPUTime = threadCPUTime

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -43,16 +44,30 @@ func (p *Plugin) Name() string { return p.name }
 func (p *Plugin) Close(ctx context.Context) error { return p.compiled.Close(ctx) }
 
 // probe makes a trial instance so that problems only running code reveals
-// (an unsatisfiable import, a trapping start function, a buffer that does not
-// fit) are reported at load time rather than when the first call arrives.
-func (p *Plugin) probe(ctx context.Context, capacity int) error {
+// (an unsatisfiable import, a trapping or looping start function or
+// vox_init, a buffer that does not fit) are reported at load time rather
+// than when the first call arrives: it sets the instance up as a call with
+// an empty configuration at 8 kHz would. A plugin that refuses the empty
+// configuration with a status code is not broken (it may need settings);
+// that is a warning.
+func (p *Plugin) probe(ctx context.Context, warnings *[]string) error {
 	in, err := p.instantiate(ctx, p.rt.budget)
 	if err != nil {
 		return err
 	}
 	defer in.Close(ctx)
-	return in.negotiate(capacity)
+	// The trial's log lines (a plugin complaining of the empty
+	// configuration) would be noise at every load.
+	err = in.configure(InstanceConfig{Logger: discardLogger})
+	var perr *Error
+	if errors.As(err, &perr) && perr.Kind == KindStatus {
+		*warnings = append(*warnings, fmt.Sprintf("with an empty configuration ({}), %s returned %d (%s): calls must configure it", perr.Export, perr.Status, perr.Reason))
+		return nil
+	}
+	return err
 }
+
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // Sink receives what an instance's plugin emits during a call.
 type Sink interface {
@@ -105,9 +120,11 @@ type Instance struct {
 	sink             Sink
 	logger           *slog.Logger
 	droppedHostCalls atomic.Uint64
-	// hostCalls counts log and emit calls during the current call into the
-	// plugin, to cap them at MaxHostCallsPerCall.
-	hostCalls int
+	// hostCalls counts log and emit calls (and lines of output) during the
+	// current call into the plugin, to cap them at MaxHostCallsPerCall;
+	// outputBytes counts the bytes of stdout and stderr read, to cap them
+	// at maxOutputBytes.
+	hostCalls, outputBytes int
 	// stdout and stderr receive the plugin's WASI output as log lines.
 	stdout, stderr logWriter
 	budgetState

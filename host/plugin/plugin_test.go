@@ -61,8 +61,8 @@ func TestLoadRejectsBrokenModulesWithReasons(t *testing.T) {
 		// exports, 4 billion locals, a table of 4 billion elements.
 		{"export_bomb", []byte("\x00asm\x01\x00\x00\x00\x07\x06\xff\xff\xff\x7f\x01f"), "invalid WebAssembly: byte "},
 		{"locals_bomb", []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00" +
-			"\x0a\x0a\x01\x08\x01\xff\xff\xff\xff\x0f\x7f\x0b"), "a function with 4294967295 locals; the host allows 50000"},
-		{"table_bomb", []byte("\x00asm\x01\x00\x00\x00\x04\x08\x01\x70\x00\xff\xff\xff\xff\x0f"), "a table of 4294967295 elements; the host allows 1048576"},
+			"\x0a\x0a\x01\x08\x01\xff\xff\xff\xff\x0f\x7f\x0b"), "over a host limit: byte 28: 4294967295 locals in function 0, over the host's limit of 50000 (plugin_limits.function_locals)"},
+		{"table_bomb", []byte("\x00asm\x01\x00\x00\x00\x04\x08\x01\x70\x00\xff\xff\xff\xff\x0f"), "over a host limit: byte 18: 4294967295 table elements, over the host's limit of 65536 (plugin_limits.table_elements)"},
 		{"missing_process", nil, "missing export vox_process"},
 		{"bad_signature", nil, "export vox_process has signature (i64) -> (i32) but the ABI needs (i32) -> (i32)"},
 		{"abi_v2", nil, "ABI v2 plugin on a v1 host"},
