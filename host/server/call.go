@@ -83,8 +83,8 @@ func (s *Server) newCall(conn *websocket.Conn, proto transport.Protocol, pipelin
 		framesIn:     s.metrics.framesIn.WithLabelValues(proto.Name()),
 		framesOut:    s.metrics.framesOut.WithLabelValues(proto.Name()),
 	}
-	if id := r.URL.Query().Get("call_id"); id != "" && len(id) <= 64 {
-		c.id = id
+	if id := r.URL.Query().Get("call_id"); id != "" {
+		c.id = id // handleCall has refused one that breaks transport.CheckID
 	}
 	c.log = s.log.With("call", c.id, "protocol", proto.Name(), "remote", r.RemoteAddr)
 	return c
@@ -347,8 +347,14 @@ func (c *call) malformed(err error) {
 	reason := "malformed"
 	status := websocket.StatusInvalidFramePayloadData
 	var perr *transport.ProtocolError
-	if errors.As(err, &perr) && perr.Unsupported {
-		status = websocket.StatusUnsupportedData
+	if errors.As(err, &perr) {
+		switch {
+		case perr.Unsupported:
+			status = websocket.StatusUnsupportedData
+		case perr.Limit:
+			// Well formed, but a value the host will not keep.
+			status, reason = websocket.StatusPolicyViolation, "limit"
+		}
 	}
 	c.s.metrics.malformed.WithLabelValues(c.proto.Name(), reason).Inc()
 	c.log.Info("malformed message", "err", err)

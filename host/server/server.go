@@ -284,7 +284,18 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			s.reject(w, http.StatusUnauthorized, "auth", "missing or wrong token: send Authorization: Bearer TOKEN or ?token=TOKEN")
 			return
 		}
-		name := r.URL.Query().Get("pipeline")
+		// Query parameters the call keeps (call_id names it in every log
+		// line) or echoes (an unknown pipeline) are bounded first.
+		query := r.URL.Query()
+		if err := transport.CheckID("call_id", query.Get("call_id")); err != nil {
+			s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
+			return
+		}
+		name := query.Get("pipeline")
+		if err := transport.CheckPipelineName("pipeline", name); err != nil {
+			s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
+			return
+		}
 		if name != "" {
 			if set := s.pipelines.Load(); set.byName[name] == nil {
 				s.reject(w, http.StatusNotFound, "unknown_pipeline", fmt.Sprintf("unknown pipeline %q (have %s)", name, strings.Join(pipelineNames(set.byName), ", ")))

@@ -88,7 +88,9 @@ func decodeRawControl(msg []byte, in *Inbound) error {
 		}
 		d, ok := digitOf(digit)
 		if !ok {
-			return protocolErrorf(rawName, "dtmf digit %s is not one of 0-9 * # A-D", digit)
+			var text string
+			_ = json.Unmarshal(digit, &text) // a well-formed JSON string, as for marks below
+			return protocolErrorf(rawName, "dtmf digit %s is not one of 0-9 * # A-D", excerpt(text))
 		}
 		in.Kind, in.Digit = KindDTMF, d
 	case textIs(event, "mark"):
@@ -98,6 +100,10 @@ func decodeRawControl(msg []byte, in *Inbound) error {
 		// The token is a well-formed JSON string, so this cannot fail; marks
 		// are rare enough for encoding/json to resolve the escapes.
 		_ = json.Unmarshal(name, &in.Mark)
+		if err := checkMark("mark name", in.Mark); err != nil {
+			in.Mark = ""
+			return limitError(rawName, err)
+		}
 		in.Kind = KindMark
 	case textIs(event, "stop"):
 		in.Kind = KindStop

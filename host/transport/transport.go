@@ -164,6 +164,11 @@ type ProtocolError struct {
 	// such as an unsupported media format, as opposed to a malformed one;
 	// the server closes the socket with "unsupported data" for these.
 	Unsupported bool
+	// Limit marks a well-formed value the host will not keep because it
+	// breaks one of the bounds in limits.go (too long, too many, characters
+	// outside an id's set); the server closes the socket with "policy
+	// violation" for these.
+	Limit bool
 }
 
 // Error returns the protocol and the reason, as in

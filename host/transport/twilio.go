@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"slices"
 )
 
@@ -215,13 +216,16 @@ func (t *twilioSession) start(msg []byte, in *Inbound) error {
 	if sid == "" {
 		return protocolErrorf(twilioName, "start message without start.streamSid")
 	}
+	if err := checkStart(sid, st.CallSid, st.AccountSid, st.Tracks, st.CustomParameters); err != nil {
+		return limitError(twilioName, err)
+	}
 	mf := st.MediaFormat
 	if mf == nil {
 		return protocolErrorf(twilioName, "start message without start.mediaFormat")
 	}
 	if mf.Encoding != EncodingMulaw || mf.SampleRate != SampleRate || mf.Channels != Channels {
-		err := protocolErrorf(twilioName, "unsupported media format %q at %d Hz, %d channel(s); voxhost takes %q at %d Hz, %d channel",
-			mf.Encoding, mf.SampleRate, mf.Channels, EncodingMulaw, SampleRate, Channels)
+		err := protocolErrorf(twilioName, "unsupported media format %s at %d Hz, %d channel(s); voxhost takes %q at %d Hz, %d channel",
+			excerpt(mf.Encoding), mf.SampleRate, mf.Channels, EncodingMulaw, SampleRate, Channels)
 		err.Unsupported = true
 		return err
 	}
@@ -240,6 +244,27 @@ func (t *twilioSession) start(msg []byte, in *Inbound) error {
 	return nil
 }
 
+// checkStart applies the bounds of limits.go to what the host keeps of a
+// start message.
+func checkStart(streamSid, callSid, accountSid string, tracks []string, params map[string]string) error {
+	for _, id := range []struct{ what, id string }{
+		{"start.streamSid", streamSid}, {"start.callSid", callSid}, {"start.accountSid", accountSid},
+	} {
+		if err := CheckID(id.what, id.id); err != nil {
+			return err
+		}
+	}
+	if len(tracks) > MaxTracks {
+		return fmt.Errorf("start.tracks lists %d tracks, more than %d", len(tracks), MaxTracks)
+	}
+	for i, tr := range tracks {
+		if err := CheckID(fmt.Sprintf("start.tracks[%d]", i), tr); err != nil {
+			return err
+		}
+	}
+	return checkParams("start.customParameters", params)
+}
+
 func decodeTwilioDTMF(msg []byte, in *Inbound) error {
 	var m struct {
 		DTMF *struct {
@@ -253,7 +278,7 @@ func decodeTwilioDTMF(msg []byte, in *Inbound) error {
 		return protocolErrorf(twilioName, "dtmf message without a dtmf object")
 	}
 	if d := m.DTMF.Digit; len(d) != 1 || !validDigit(d[0]) {
-		return protocolErrorf(twilioName, "dtmf.digit %q is not one of 0-9 * # A-D", d)
+		return protocolErrorf(twilioName, "dtmf.digit %s is not one of 0-9 * # A-D", excerpt(d))
 	}
 	in.Kind, in.Digit = KindDTMF, m.DTMF.Digit[0]
 	return nil
@@ -270,6 +295,9 @@ func decodeTwilioMark(msg []byte, in *Inbound) error {
 	}
 	if m.Mark == nil {
 		return protocolErrorf(twilioName, "mark message without a mark object")
+	}
+	if err := checkMark("mark.name", m.Mark.Name); err != nil {
+		return limitError(twilioName, err)
 	}
 	in.Kind, in.Mark = KindMark, m.Mark.Name
 	return nil
