@@ -11,10 +11,14 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+
+	"github.com/voxhost/voxhost/host/preempt"
 )
 
-// DefaultMaxUploadBytes caps one uploaded module.
-const DefaultMaxUploadBytes = 32 << 20
+// DefaultMaxUploadBytes caps one uploaded module: the largest module the
+// default plugin limits accept (preempt.DefaultLimits.ModuleBytes), so a
+// body no load could accept is refused before it is read whole.
+var DefaultMaxUploadBytes = int64(preempt.DefaultLimits.ModuleBytes)
 
 // HandlerOptions configure the admin API.
 type HandlerOptions struct {

@@ -301,14 +301,17 @@ func (m *Manager) apply(ctx context.Context, overlay map[string]*catalog.Version
 // A file that disappears takes its plugin with it unless pipelines use the
 // plugin: they keep the loaded version, with a warning.
 func (m *Manager) Refresh(ctx context.Context, name string) error {
+	// Reading and compiling the module is the slow part, and it holds no
+	// lock of the manager's: uploads, reloads and the watcher go on.
+	v, changed, err := m.cat.Reread(ctx, name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.refresh(ctx, name, "plugins_dir")
+	return m.refreshed(ctx, name, v, changed, err, "plugins_dir")
 }
 
-func (m *Manager) refresh(ctx context.Context, name, via string) error {
+// refreshed acts on what Reread found. Called with m.mu held.
+func (m *Manager) refreshed(ctx context.Context, name string, v *catalog.Version, changed bool, err error, via string) error {
 	cur, _ := m.cat.Current(name)
-	v, changed, err := m.cat.Reread(ctx, name)
 	if errors.Is(err, catalog.ErrNotFound) {
 		delete(m.rejected, name)
 		if cur == nil {
@@ -327,6 +330,11 @@ func (m *Manager) refresh(ctx context.Context, name, via string) error {
 		return m.reject(name, fileHash(m.cat.DirPath(name)), cur, err, via)
 	}
 	if !changed {
+		return nil
+	}
+	if cur != nil && cur.SHA256 == v.SHA256 {
+		// Another change made the same module current while it compiled.
+		m.cat.Discard(ctx, v)
 		return nil
 	}
 	return m.offer(ctx, v, cur, via)
@@ -441,14 +449,27 @@ func (m *Manager) Upload(ctx context.Context, name string, wasm []byte) (UploadR
 	if err := checkName(name); err != nil {
 		return UploadResult{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	source := catalog.SourceUpload
 	if m.cat.Dir() != "" {
 		source = catalog.SourcePluginsDir
 	}
+	unchanged := func(cur *catalog.Version) bool {
+		return cur != nil && cur.SHA256 == hashOf(wasm) && cur.Source == source
+	}
+	// Compiling is the slow part, and it holds no lock of the manager's:
+	// other uploads, reloads and the watcher go on meanwhile.
+	var v *catalog.Version
+	var err error
+	if cur, _ := m.cat.Current(name); !unchanged(cur) {
+		v, err = m.cat.Load(ctx, name, wasm, source)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	cur, _ := m.cat.Current(name)
-	if cur != nil && cur.SHA256 == hashOf(wasm) && cur.Source == source {
+	if unchanged(cur) {
+		if v != nil {
+			m.cat.Discard(ctx, v)
+		}
 		if source == catalog.SourcePluginsDir {
 			if err := writeAtomic(m.cat.DirPath(name), wasm, nil); err != nil {
 				return UploadResult{}, err
@@ -456,7 +477,10 @@ func (m *Manager) Upload(ctx context.Context, name string, wasm []byte) (UploadR
 		}
 		return UploadResult{PluginInfo: m.info(cur), Unchanged: true, Previous: cur.SHA256, Pipelines: []string{}}, nil
 	}
-	v, err := m.cat.Load(ctx, name, wasm, source)
+	if v == nil && err == nil {
+		// The module was current when the upload began and no longer is.
+		v, err = m.cat.Load(ctx, name, wasm, source)
+	}
 	if err != nil {
 		return UploadResult{}, m.reject(name, hashOf(wasm), cur, err, "upload")
 	}
@@ -634,8 +658,6 @@ func (m *Manager) ReloadFailed(err error) {
 // swap; any failure leaves the old pipelines and plugins in place and
 // returns a *RejectedError. Calls in flight keep their pipelines.
 func (m *Manager) SetPipelines(ctx context.Context, specs map[string][]pipeline.StageSpec, defaultName string) (*ReloadReport, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	fail := func(err error) (*ReloadReport, error) {
 		m.ReloadFailed(err)
 		return nil, &RejectedError{Reason: err.Error(), err: err}
@@ -646,6 +668,8 @@ func (m *Manager) SetPipelines(ctx context.Context, specs map[string][]pipeline.
 	if _, ok := specs[defaultName]; !ok {
 		return fail(fmt.Errorf("default pipeline %q is not defined (have %s)", defaultName, strings.Join(slices.Sorted(maps.Keys(specs)), ", ")))
 	}
+	// Reading and compiling the modules is the slow part, and it holds no
+	// lock of the manager's: uploads and the watcher go on meanwhile.
 	overlay := map[string]*catalog.Version{}
 	discard := func() { m.cat.Discard(ctx, slices.Collect(maps.Values(overlay))...) }
 	for _, name := range slices.Sorted(maps.Keys(specs)) {
@@ -654,7 +678,13 @@ func (m *Manager) SetPipelines(ctx context.Context, specs map[string][]pipeline.
 				continue
 			}
 			if _, loaded := m.cat.Current(st.Plugin); !loaded {
-				continue // DefinitionWith loads it
+				// A plugin no pipeline used yet: loading it changes nothing
+				// a call sees, so it is loaded and kept now.
+				if _, err := m.cat.ResolveVersion(ctx, st.Plugin); err != nil {
+					discard()
+					return fail(fmt.Errorf("pipeline %s: %w", name, err))
+				}
+				continue
 			}
 			v, changed, err := m.cat.Reread(ctx, st.Plugin)
 			if errors.Is(err, catalog.ErrNotFound) {
@@ -669,6 +699,8 @@ func (m *Manager) SetPipelines(ctx context.Context, specs map[string][]pipeline.
 			}
 		}
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	before := slices.Sorted(maps.Keys(m.specs))
 	rebuilt, err := m.apply(ctx, overlay, maps.Clone(specs), defaultName)
 	if err != nil {

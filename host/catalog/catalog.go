@@ -109,10 +109,12 @@ func (c *Catalog) Resolve(ctx context.Context, ref string) (*plugin.Plugin, erro
 }
 
 // ResolveVersion is Resolve with what the catalog knows of the version.
+//
+// The module is read and compiled without the catalog's lock, so that a
+// slow load holds up nothing else; of two loads of one reference at once,
+// the first to finish is kept.
 func (c *Catalog) ResolveVersion(ctx context.Context, ref string) (*Version, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.loaded[ref]; ok {
+	if v, ok := c.Current(ref); ok {
 		return v, nil
 	}
 	f, err := c.read(ref)
@@ -123,7 +125,16 @@ func (c *Catalog) ResolveVersion(ctx context.Context, ref string) (*Version, err
 	if err != nil {
 		return nil, err
 	}
-	c.loaded[ref] = v
+	c.mu.Lock()
+	first, ok := c.loaded[ref]
+	if !ok {
+		c.loaded[ref] = v
+	}
+	c.mu.Unlock()
+	if ok {
+		_ = v.Plugin.Close(ctx)
+		return first, nil
+	}
 	return v, nil
 }
 
