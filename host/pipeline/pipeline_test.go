@@ -171,7 +171,9 @@ func TestRunawayStageIsStoppedAndBypassed(t *testing.T) {
 	if otherTook >= budget {
 		t.Fatalf("the other call took %v, as long as the runaway stage's budget", otherTook)
 	}
-	if r.took < budget || r.took > budget+100*time.Millisecond {
+	// The budget counts the thread's CPU time, which a loaded machine
+	// stretches in wall time; host/plugin's tests check the precision.
+	if r.took < budget || r.took > 10*budget {
 		t.Fatalf("the runaway frame took %v; budget %v", r.took, budget)
 	}
 	within1LSB(t, r.out, gainExpected(first, -6))
