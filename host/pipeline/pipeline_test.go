@@ -172,8 +172,9 @@ func TestRunawayStageIsStoppedAndBypassed(t *testing.T) {
 		t.Fatalf("the other call took %v, as long as the runaway stage's budget", otherTook)
 	}
 	// The budget counts the thread's CPU time, which a loaded machine
-	// stretches in wall time; host/plugin's tests check the precision.
-	if r.took < budget || r.took > 10*budget {
+	// stretches in wall time without bound; host/plugin's tests check how
+	// much CPU time the stopped call used.
+	if r.took < budget {
 		t.Fatalf("the runaway frame took %v; budget %v", r.took, budget)
 	}
 	within1LSB(t, r.out, gainExpected(first, -6))
