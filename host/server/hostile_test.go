@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,10 @@ func TestHostilePluginsAreContained(t *testing.T) {
 		{"overlong_output", "returned 100000 samples"},
 		{"grow_bomb", ""},
 		{"emit_flood", ""},
+		{"table_grow", ""},
+		{"stdout_flood", ""},
+		{"fill_loop", "exceeded its CPU budget of 5ms in vox_process at frame 1"},
+		{"wasi_flood", "exceeded its CPU budget of 5ms in vox_process at frame 1"},
 	}
 	pipelines := map[string]string{"main": "gain db=-6"}
 	for _, tc := range cases {
@@ -119,4 +124,87 @@ func stream(url string, ulaw []byte) (audio []byte, events []string, err error) 
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	return audio, events, nil
+}
+
+// TestHostilePluginCannotStallTheProcess runs a plugin that fills its 16
+// MiB memory over and over, under a budget of a second, beside a healthy
+// call, and stops the world meanwhile: the garbage collector must get every
+// goroutine to a safe point at once (a 16 MiB fill was one instruction; a
+// stop-the-world once waited 5.2 s for it), and the healthy call must keep
+// real time. The figures are logged; the bounds are generous, for a loaded
+// machine, and far below what a stall costs.
+func TestHostilePluginCannotStallTheProcess(t *testing.T) {
+	for _, hostile := range []string{"fill_loop", "wasi_flood"} {
+		t.Run(hostile, func(t *testing.T) {
+			h := newHost(t, map[string]string{
+				"main":    "gain db=-6",
+				"hostile": pluginFixture(hostile) + " budget_ms=1000",
+			}, nil)
+			ulaw := ulawSpeech(1)
+			want := hosttest.OfflineUlaw(t, "gain db=-6", ulaw)
+			hostileDone := make(chan error, 1)
+			go func() {
+				_, _, err := stream(h.url+"/ws?pipeline=hostile", ulaw[:320])
+				hostileDone <- err
+			}()
+			time.Sleep(300 * time.Millisecond) // the hostile frame is under way
+			var healthy []byte
+			var worst time.Duration
+			healthyDone := make(chan error, 1)
+			go func() {
+				var err error
+				healthy, worst, err = streamTimed(h.url+"/ws", ulaw)
+				healthyDone <- err
+			}()
+			var slowestGC time.Duration
+			for i := 0; i < 5; i++ {
+				start := time.Now()
+				runtime.GC()
+				slowestGC = max(slowestGC, time.Since(start))
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err := <-healthyDone; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-hostileDone; err != nil {
+				t.Fatal(err)
+			}
+			if string(healthy) != string(want) {
+				t.Fatal("the healthy call lost or changed frames")
+			}
+			t.Logf("beside %s: slowest runtime.GC() %v, healthy call's worst round trip %v", hostile, slowestGC, worst)
+			if slowestGC > time.Second {
+				t.Fatalf("runtime.GC() took %v while the plugin ran: the plugin holds off the stop-the-world", slowestGC)
+			}
+		})
+	}
+}
+
+// streamTimed is stream for a call whose frames must keep real time: it
+// returns the audio and the slowest round trip of a frame.
+func streamTimed(url string, ulaw []byte) (audio []byte, worst time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer c.CloseNow()
+	for off := 0; off < len(ulaw); off += 160 {
+		start := time.Now()
+		if err := c.Write(ctx, websocket.MessageBinary, ulaw[off:off+160]); err != nil {
+			return nil, 0, err
+		}
+		typ, msg, err := c.Read(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("frame %d: %w", off/160, err)
+		}
+		if typ != websocket.MessageBinary {
+			return nil, 0, fmt.Errorf("frame %d: a text message %q", off/160, msg)
+		}
+		worst = max(worst, time.Since(start))
+		audio = append(audio, msg...)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	return audio, worst, nil
 }

@@ -1,0 +1,117 @@
+package plugin_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxhost/voxhost/host/plugin"
+)
+
+func leb(v uint64) []byte {
+	var b []byte
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// section is a module section: id, size, count, then the entries.
+func section(id byte, count int, entries ...[]byte) []byte {
+	body := append(leb(uint64(count)), bytes.Join(entries, nil)...)
+	return append(append([]byte{id}, leb(uint64(len(body)))...), body...)
+}
+
+func module(sections ...[]byte) []byte {
+	return append([]byte("\x00asm\x01\x00\x00\x00"), bytes.Join(sections, nil)...)
+}
+
+// oneFunction is a module of one function of type () -> () with code.
+func oneFunction(code []byte) []byte {
+	body := append([]byte{0x00}, code...) // no locals
+	return module(section(1, 1, []byte{0x60, 0, 0}), section(3, 1, []byte{0}),
+		section(10, 1, append(leb(uint64(len(body))), body...)))
+}
+
+// TestLoadTimeBombsAreRefused: modules of a few kilobytes to a few
+// megabytes that made loading take seconds and gigabytes, refused before
+// wazero sees them, with the limit they break; and invalid modules the
+// rewrite would have made valid, refused as invalid.
+func TestLoadTimeBombsAreRefused(t *testing.T) {
+	rt := newRuntime(t)
+	manyLocals := bytes.Repeat([]byte{0x06, 0x01, 0xd0, 0x86, 0x03, 0x7f, 0x0b}, 2600) // 50,000 i32 locals each
+	cases := []struct {
+		name string
+		wasm []byte
+		want string
+	}{
+		{"1000 tables", module(section(4, 1000, bytes.Repeat([]byte{0x70, 0x00, 0x01}, 1000))),
+			"1000 tables, over the host's limit of 8 (plugin_limits.tables)"},
+		{"a million globals", module(section(6, 1000000, bytes.Repeat([]byte{0x7f, 0x00, 0x41, 0x00, 0x0b}, 1000000))),
+			"1000000 globals, over the host's limit of 1024 (plugin_limits.globals)"},
+		{"50,000 locals in each of 2,600 functions", module(section(1, 1, []byte{0x60, 0, 0}),
+			section(3, 2600, bytes.Repeat([]byte{0}, 2600)), section(10, 2600, manyLocals)),
+			"locals in all functions, over the host's limit of 500000 (plugin_limits.module_locals)"},
+		{"100,000 nested blocks", oneFunction(append(bytes.Repeat([]byte{0x02, 0x40}, 100000), bytes.Repeat([]byte{0x0b}, 100001)...)),
+			"levels of nested blocks, over the host's limit of 4096 (plugin_limits.nesting)"},
+		{"a 3 MB function", oneFunction(append(bytes.Repeat([]byte{0x41, 0x00, 0x1a}, 1000000), 0x0b)),
+			"bytes in the body of function 0, over the host's limit of 1048576 (plugin_limits.function_bytes)"},
+		// A start function must take nothing and return nothing; moved out
+		// of the start section it would be a mere export.
+		{"start function with a parameter", module(section(1, 1, []byte{0x60, 1, 0x7f, 0}), section(3, 1, []byte{0}),
+			[]byte{8, 1, 0}, section(10, 1, []byte{2, 0, 0x0b})), "invalid WebAssembly: "},
+		// call_indirect of type 1 of 1: past the types, it would name the
+		// tick's type, which the rewrite appends.
+		{"call_indirect past the types", module(section(1, 1, []byte{0x60, 0, 0}), section(3, 1, []byte{0}),
+			section(4, 1, []byte{0x70, 0x00, 0x01}), section(10, 1, []byte{7, 0, 0x41, 0, 0x11, 1, 0, 0x0b})),
+			"invalid WebAssembly: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, err := rt.Load(context.Background(), "bomb.wasm", tc.wasm)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			var verr *plugin.ValidationError
+			if !errors.As(err, &verr) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load error = %v\nwant a *ValidationError containing %q", err, tc.want)
+			}
+			t.Logf("%d bytes refused in %v, %d KiB allocated: %v", len(tc.wasm), took, (after.TotalAlloc-before.TotalAlloc)>>10, err)
+		})
+	}
+}
+
+// TestWASIOutputIsCappedLikeLog: every line a plugin prints counts against
+// the cap of MaxHostCallsPerCall log and emit calls per call into it.
+func TestWASIOutputIsCappedLikeLog(t *testing.T) {
+	rt, logs := newLoggingRuntime(t)
+	p, err := rt.Load(context.Background(), "stdout_flood.wasm", testdata(t, "stdout_flood"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := p.Instantiate(context.Background(), plugin.InstanceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(context.Background())
+	logs.take()
+	for frame := 1; frame <= 3; frame++ {
+		if _, err := in.Process(160); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(logs.take()); n != plugin.MaxHostCallsPerCall {
+			t.Fatalf("frame %d: %d lines logged of 1,000 printed, want the cap of %d", frame, n, plugin.MaxHostCallsPerCall)
+		}
+	}
+	if got := in.DroppedHostCalls(); got != 3*(1000-plugin.MaxHostCallsPerCall) {
+		t.Fatalf("%d lines counted as dropped, want %d", got, 3*(1000-plugin.MaxHostCallsPerCall))
+	}
+}
