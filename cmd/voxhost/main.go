@@ -25,7 +25,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	err := newApp().RunContext(ctx, os.Args)
 	stop()
 	var exit exitError
@@ -36,6 +36,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "voxhost:", err)
 		os.Exit(1)
 	}
+}
+
+// signalContext is the context of every command, as c.Context: the first
+// SIGINT or SIGTERM cancels it, and each command passes it down to what
+// may take long (compiling, running a file, serving, which then drains).
+// Once it is cancelled the signals get their default action back, so a
+// further one ends the process at once rather than waiting on work that
+// does not watch the context.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
+}
+
+// interrupted is the error of a command cut short by a signal, returned
+// instead of its partial result: an inspect stopped mid-compile says
+// nothing about the module.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("interrupted: %v", context.Cause(ctx))
 }
 
 // runtimeFlags are made anew for every app: urfave/cli writes parsed values

@@ -34,6 +34,9 @@ func pluginCommand() *cli.Command {
 					}
 					defer closeCatalog()
 					rep := cat.Runtime().Inspect(c.Context, name, wasm)
+					if c.Context.Err() != nil {
+						return interrupted(c.Context)
+					}
 					if c.Bool("json") {
 						enc := json.NewEncoder(c.App.Writer)
 						enc.SetIndent("", "  ")
@@ -72,6 +75,9 @@ func pluginCommand() *cli.Command {
 					}
 					defer closeCatalog()
 					rep := plugintest.Run(c.Context, cat.Runtime(), name, wasm, plugintest.Options{Config: []byte(c.String("config"))})
+					if c.Context.Err() != nil {
+						return interrupted(c.Context)
+					}
 					if c.Bool("json") {
 						if err := writeJSON(c, rep); err != nil {
 							return err

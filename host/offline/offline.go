@@ -162,7 +162,8 @@ func unjoin(err error) []error {
 
 // Run processes the input file and writes the output file. A plugin fault
 // that ends the call is returned as a *FaultError after the output is
-// written; any other error means no output.
+// written; any other error means no output. Cancelling ctx stops the run
+// before the next frame.
 func Run(ctx context.Context, opts Options) (Summary, error) {
 	var sum Summary
 	outFormat, err := audiofile.FormatOf(opts.Out)
@@ -235,8 +236,12 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	var out []byte
 	dtmf := opts.DTMF
 	for off := 0; ended == nil && off < len(pcm); off += frameBytes {
-		events.mu.Lock()
 		nowMs := off / abi.SampleBytes * 1000 / rate
+		// A long file must not outlast a SIGINT or SIGTERM.
+		if ctx.Err() != nil {
+			return sum, fmt.Errorf("%s: interrupted at %d ms: %w", opts.In, nowMs, context.Cause(ctx))
+		}
+		events.mu.Lock()
 		events.nowMs = nowMs
 		events.mu.Unlock()
 		for ended == nil && len(dtmf) > 0 && dtmf[0].AtMs < nowMs+FrameMs {

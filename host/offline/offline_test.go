@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/voxhost/voxhost/abi"
@@ -76,27 +78,35 @@ func TestBypassedFlushFaultIsNotAnError(t *testing.T) {
 	}
 }
 
-// run writes in as a WAV, runs spec over it and returns the summary, the
-// events, the output audio and Run's error.
-func run(t *testing.T, spec string, in []byte) (offline.Summary, []offline.Event, []byte, error) {
+// options builds spec and writes in as a WAV: the options of a run over it
+// into an output file of its own, events left to the caller.
+func options(t *testing.T, spec string, in []byte) offline.Options {
 	t.Helper()
-	ctx := context.Background()
 	specs, err := pipeline.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := hosttest.Catalog(t).Definition(ctx, "test", specs)
+	def, err := hosttest.Catalog(t).Definition(context.Background(), "test", specs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	inPath, outPath := filepath.Join(dir, "in.wav"), filepath.Join(dir, "out.wav")
-	if err := audiofile.WritePCM(inPath, in, 8000); err != nil {
+	opts := offline.Options{Definition: def, In: filepath.Join(dir, "in.wav"), Out: filepath.Join(dir, "out.wav")}
+	if err := audiofile.WritePCM(opts.In, in, 8000); err != nil {
 		t.Fatal(err)
 	}
+	return opts
+}
+
+// run runs spec over in and returns the summary, the events, the output
+// audio and Run's error.
+func run(t *testing.T, spec string, in []byte) (offline.Summary, []offline.Event, []byte, error) {
+	t.Helper()
+	opts := options(t, spec, in)
 	var log bytes.Buffer
-	sum, runErr := offline.Run(ctx, offline.Options{Definition: def, In: inPath, Out: outPath, Events: &log})
-	out, _, err := audiofile.ReadPCM(outPath)
+	opts.Events = &log
+	sum, runErr := offline.Run(context.Background(), opts)
+	out, _, err := audiofile.ReadPCM(opts.Out)
 	if err != nil {
 		t.Fatalf("no output (run: %v): %v", runErr, err)
 	}
@@ -110,4 +120,41 @@ func run(t *testing.T, spec string, in []byte) (offline.Summary, []offline.Event
 		events = append(events, e)
 	}
 	return sum, events, out, runErr
+}
+
+// cancelOn cancels a run's context when an event of the given kind is
+// written, so a test can stop a run at a known point of its input.
+type cancelOn struct {
+	kind   string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	var e offline.Event
+	if json.Unmarshal(p, &e) == nil && e.Kind == c.kind {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// A cancelled run (SIGINT or SIGTERM in voxhost run) stops before its next
+// frame, with the context's error and no output.
+func TestRunStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := options(t, filepath.Join("..", "plugin", "testdata", "events.wasm"), signal.Speech(8000, 3))
+	// events.wasm emits "digit" for the key pressed at 500 ms, which the
+	// frame at 500 ms carries: the next frame, at 520 ms, is not run.
+	opts.Events = cancelOn{kind: "digit", cancel: cancel}
+	opts.DTMF = []offline.DTMF{{AtMs: 500, Digit: '5'}}
+	sum, err := offline.Run(ctx, opts)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted at 520 ms") {
+		t.Fatalf("err = %v, want the run interrupted at 520 ms", err)
+	}
+	if sum.Frames != 26 {
+		t.Errorf("%d frames processed, want the 26 up to the key press", sum.Frames)
+	}
+	if _, err := os.Stat(opts.Out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an interrupted run wrote %s (%v)", opts.Out, err)
+	}
 }
