@@ -34,9 +34,9 @@ func (twilio) NewSession(maxAudio int) Session {
 		// A payload that encodes at most maxAudio bytes decodes into this
 		// many at most, so canonical base64 of an allowed frame always fits.
 		audio: make([]byte, base64.StdEncoding.DecodedLen(enc)),
-		// Room for a full frame and a streamSid of up to 200 bytes, so
-		// rendering never grows the buffer on a real stream.
-		out: make([]byte, 0, len(twilioMediaHead)+200+len(twilioMediaMid)+enc+len(twilioMediaTail)),
+		// Room for a full frame and the longest streamSid start accepts,
+		// quoted, so rendering media never grows the buffer.
+		out: make([]byte, 0, len(twilioMediaHead)+MaxIDBytes+2+len(twilioMediaMid)+enc+len(twilioMediaTail)),
 	}
 }
 
