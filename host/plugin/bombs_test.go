@@ -115,3 +115,24 @@ func TestWASIOutputIsCappedLikeLog(t *testing.T) {
 		t.Fatalf("%d lines counted as dropped, want %d", got, 3*(1000-plugin.MaxHostCallsPerCall))
 	}
 }
+
+// TestLoadingHasADeadlineAndACancel: a load that outlasts the compile
+// timeout, or whose context ends, returns at once with a reason.
+func TestLoadingHasADeadlineAndACancel(t *testing.T) {
+	wasm := testdata(t, "events")
+	rt, err := plugin.NewRuntime(context.Background(), plugin.Options{CacheDir: "-", Logger: quiet, CompileTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	_, err = rt.Load(context.Background(), "events.wasm", wasm)
+	if err == nil || !strings.Contains(err.Error(), "(plugin_limits.compile_timeout)") {
+		t.Fatalf("Load error = %v, want the compile timeout", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = newRuntime(t).Load(ctx, "events.wasm", wasm)
+	if err == nil || !strings.Contains(err.Error(), "loading cancelled: context canceled") {
+		t.Fatalf("Load error = %v, want the cancellation", err)
+	}
+}

@@ -285,9 +285,18 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 	timeout := fmt.Errorf("%w: not compiled within %v (plugin_limits.compile_timeout)", errLoadTimeout, r.compileTimeout)
 	select {
 	case r.compileSlots <- struct{}{}:
-	case <-deadline.C:
-		return nil, nil, fmt.Errorf("%w: waited %v for one of the %d compile slots", errLoadTimeout, r.compileTimeout, cap(r.compileSlots))
-	case <-ctx.Done():
+	default:
+		select {
+		case r.compileSlots <- struct{}{}:
+		case <-deadline.C:
+			return nil, nil, fmt.Errorf("%w: waited %v for one of the %d compile slots, all busy with other modules (plugin_limits.compile_timeout)",
+				errLoadTimeout, r.compileTimeout, cap(r.compileSlots))
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("loading cancelled: %w", ctx.Err())
+		}
+	}
+	if ctx.Err() != nil {
+		<-r.compileSlots
 		return nil, nil, fmt.Errorf("loading cancelled: %w", ctx.Err())
 	}
 	done := make(chan result, 1)
