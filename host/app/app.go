@@ -174,6 +174,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		DrainTimeout:    drainTimeout(cfg.Limits.DrainTimeout),
 		ReadyHighWater:  cfg.Limits.ReadyHighWater,
 		ReadyLowWater:   cfg.Limits.ReadyLowWater,
+		CPUHighWater:    float64(cfg.Limits.CPUHighWaterPercent) / 100,
+		CPULowWater:     float64(cfg.Limits.CPULowWaterPercent) / 100,
 		Tokens:          cfg.ResolvedTokens(),
 		Origins:         cfg.Origins,
 		Logger:          logger,
@@ -332,11 +334,14 @@ func (h *Host) AdminAddr() net.Addr {
 	return nil
 }
 
-// Close stops the plugin directory watcher and releases the plugins and
-// the runtime.
+// Close stops the plugin directory watcher and the server's CPU sampler,
+// and releases the plugins and the runtime.
 func (h *Host) Close(ctx context.Context) {
 	if stop := h.stopWatcher.Load(); stop != nil {
 		(*stop)()
+	}
+	if h.Server != nil {
+		h.Server.Close()
 	}
 	_ = h.catalog.Close(ctx)
 	_ = h.runtime.Close(ctx)

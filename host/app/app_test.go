@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,16 @@ func TestDefaultHostServesAndDrains(t *testing.T) {
 	}
 	if string(got) != string(want) {
 		t.Fatal("the default pipeline's live audio differs from voxhost run's")
+	}
+	// The defaults shed calls on CPU use: the server samples it.
+	resp, err := http.Get("http://" + addr.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(m), "\nvoxhost_cpu_utilization ") || !strings.Contains(string(m), "\nvoxhost_overloaded ") {
+		t.Fatal("the default config must turn CPU overload shedding on")
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	stop()

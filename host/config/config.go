@@ -68,6 +68,17 @@ type Limits struct {
 	// ReadyLowWater is the number of active calls at or below which
 	// /readyz turns true again; 0 means 90% of the high-water mark.
 	ReadyLowWater int
+	// CPUHighWaterPercent is the CPU use, in percent of the cores Go runs
+	// on (GOMAXPROCS) and averaged over about half a second, at which the
+	// server counts as overloaded: it refuses new calls with HTTP 503 and
+	// turns /readyz false, so that the calls it has keep their frames on
+	// time even when each plugin stays inside its budget. 0 turns CPU
+	// shedding off.
+	CPUHighWaterPercent int
+	// CPULowWaterPercent is the CPU use at or below which an overloaded
+	// server takes calls again; 0 means 15 points below the high-water
+	// mark, but not below half of it.
+	CPULowWaterPercent int
 }
 
 // Auth holds the bearer tokens that admit a call.
@@ -96,6 +107,9 @@ type Admin struct {
 	TokensEnv string
 }
 
+// DefaultCPUHighWaterPercent is limits.cpu_high_water_percent's default.
+const DefaultCPUHighWaterPercent = 85
+
 // Default returns the configuration used for every key a file leaves out.
 // It has no pipelines.
 func Default() Config {
@@ -109,6 +123,9 @@ func Default() Config {
 			MaxFrameMs:      100,
 			IdleTimeout:     10 * time.Second,
 			DrainTimeout:    30 * time.Second,
+			// Past ~85% of the cores, queueing makes frames late in bursts
+			// (RATIONALE.md, "Overload").
+			CPUHighWaterPercent: DefaultCPUHighWaterPercent,
 		},
 	}
 }
@@ -215,6 +232,12 @@ func (l *Limits) validate() error {
 		return invalid("limits.ready_high_water", "must be between 1 and max_calls (%d), got %d", l.MaxCalls, l.ReadyHighWater)
 	case l.ReadyLowWater < 0 || l.ReadyHighWater > 0 && l.ReadyLowWater >= l.ReadyHighWater || l.ReadyLowWater >= l.MaxCalls:
 		return invalid("limits.ready_low_water", "must be below ready_high_water, got %d", l.ReadyLowWater)
+	case l.CPUHighWaterPercent < 0 || l.CPUHighWaterPercent > 100:
+		return invalid("limits.cpu_high_water_percent", "must be between 0 (off) and 100, got %d", l.CPUHighWaterPercent)
+	case l.CPULowWaterPercent != 0 && l.CPUHighWaterPercent == 0:
+		return invalid("limits.cpu_low_water_percent", "is set, but cpu_high_water_percent is 0, which turns CPU shedding off")
+	case l.CPULowWaterPercent < 0 || l.CPULowWaterPercent >= l.CPUHighWaterPercent && l.CPULowWaterPercent > 0:
+		return invalid("limits.cpu_low_water_percent", "must be below cpu_high_water_percent (%d), got %d", l.CPUHighWaterPercent, l.CPULowWaterPercent)
 	}
 	return nil
 }

@@ -23,13 +23,15 @@ func TestLoadExample(t *testing.T) {
 		LogLevel:         "info",
 		MemoryLimitPages: 256,
 		Limits: config.Limits{
-			MaxCalls:        1000,
-			MaxMessageBytes: 65536,
-			MaxFrameMs:      100,
-			IdleTimeout:     10 * time.Second,
-			DrainTimeout:    30 * time.Second,
-			ReadyHighWater:  900,
-			ReadyLowWater:   800,
+			MaxCalls:            1000,
+			MaxMessageBytes:     65536,
+			MaxFrameMs:          100,
+			IdleTimeout:         10 * time.Second,
+			DrainTimeout:        30 * time.Second,
+			ReadyHighWater:      900,
+			ReadyLowWater:       800,
+			CPUHighWaterPercent: 85,
+			CPULowWaterPercent:  70,
 		},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
 		Origins:         []string{"example.com", "*.example.com"},
@@ -95,7 +97,8 @@ func TestDefaultsWhenKeysAbsent(t *testing.T) {
 func TestDefault(t *testing.T) {
 	c := config.Default()
 	if c.Listen != ":8080" || c.LogLevel != "info" || c.MemoryLimitPages != 256 || c.Pipelines != nil ||
-		c.Limits != (config.Limits{MaxCalls: 1000, MaxMessageBytes: 65536, MaxFrameMs: 100, IdleTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second}) {
+		c.Limits != (config.Limits{MaxCalls: 1000, MaxMessageBytes: 65536, MaxFrameMs: 100, IdleTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second,
+			CPUHighWaterPercent: 85}) {
 		t.Errorf("Default() = %+v", c)
 	}
 	if err := c.Validate(); err != nil {

@@ -25,7 +25,15 @@ type metrics struct {
 	instancesLive prometheus.GaugeFunc
 	callSeconds   *prometheus.HistogramVec
 	capacity      prometheus.Gauge
+	shed          *prometheus.CounterVec
 }
+
+// Reasons a call is shed: refused because the process is overloaded,
+// rather than full, draining or unauthorized.
+const (
+	// shedCPU: the process's CPU use passed its high-water mark.
+	shedCPU = "cpu"
+)
 
 func newMetrics(liveInstances func() float64) *metrics {
 	m := &metrics{
@@ -68,11 +76,19 @@ func newMetrics(liveInstances func() float64) *metrics {
 	m.capacity = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "voxhost_calls_capacity", Help: "Most concurrent calls this server accepts (max_calls).",
 	})
+	m.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_calls_shed_total", Help: "Calls refused because the process is overloaded, by reason (cpu).",
+	}, []string{"reason"})
+	// Every reason from the start, so that an alert on its rate sees 0
+	// rather than no series.
+	for _, r := range []string{shedCPU} {
+		m.shed.WithLabelValues(r)
+	}
 	m.instancesLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "voxhost_plugin_instances", Help: "Plugin instances alive.",
 	}, liveInstances)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
-		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive,
+		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive, m.shed,
 		// The GC pause histogram lets a load test show the tail has no GC
 		// stalls: go_sched_pauses_total_gc_seconds.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(

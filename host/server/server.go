@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +56,29 @@ type Options struct {
 	Origins []string
 	// Logger receives call and plugin logs; nil means slog.Default().
 	Logger *slog.Logger
+
+	// CPUHighWater is the share of the process's cores (GOMAXPROCS), from
+	// 0 to 1, that its CPU use, averaged over about half a second, may
+	// reach before the server counts as overloaded: new calls are refused
+	// with HTTP 503 before the upgrade and /readyz turns false until the
+	// average falls to CPULowWater. Calls already running go on: each one
+	// that stays inside its plugins' budgets has a right to finish, and
+	// refusing new ones is what gives their frames the CPU back.
+	//
+	// 0 turns CPU shedding off. That is the default here, because
+	// getrusage counts the whole process and a program embedding the
+	// server may do other work in it; voxhost serve turns it on
+	// (limits.cpu_high_water_percent).
+	CPUHighWater float64
+	// CPULowWater is the share at or below which an overloaded server
+	// takes calls again; 0 means 0.15 below CPUHighWater, but not below
+	// half of it.
+	CPULowWater float64
+	// CPUSampler reads the process's CPU time; nil means ProcessCPU().
+	CPUSampler CPUSampler
+	// CPUSampleInterval is how often the CPU time is read; 0 means
+	// DefaultCPUSampleInterval.
+	CPUSampleInterval time.Duration
 }
 
 // Defaults for the zero values of Options.
@@ -67,6 +91,10 @@ const (
 	// NoDrain as Options.DrainTimeout closes active calls as soon as a
 	// drain starts (a configured drain_timeout of 0).
 	NoDrain time.Duration = -1
+	// overloadRetryAfter is the Retry-After of a call refused for CPU, in
+	// seconds: the moving average needs about a second to fall past the
+	// low-water mark even once load drops at once.
+	overloadRetryAfter = "2"
 )
 
 // Server accepts calls and runs them. Create it with New.
@@ -83,6 +111,8 @@ type Server struct {
 	full      atomic.Bool
 	pipelines atomic.Pointer[pipelineSet]
 	nextID    atomic.Uint64
+	// cpu is nil when CPU shedding is off.
+	cpu *cpuMonitor
 
 	mu    sync.Mutex
 	calls map[*call]struct{}
@@ -110,6 +140,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.CPUHighWater < 0 || opts.CPUHighWater > 1 || opts.CPULowWater < 0 || opts.CPUHighWater > 0 && opts.CPULowWater >= opts.CPUHighWater {
+		return nil, fmt.Errorf("server: CPU marks must satisfy 0 <= low (%g) < high (%g) <= 1", opts.CPULowWater, opts.CPUHighWater)
+	}
+	setDefault(&opts.CPULowWater, max(opts.CPUHighWater-0.15, opts.CPUHighWater/2))
+	setDefault(&opts.CPUSampler, ProcessCPU())
+	setDefault(&opts.CPUSampleInterval, DefaultCPUSampleInterval)
 	s := &Server{
 		opts:  opts,
 		log:   opts.Logger,
@@ -123,14 +159,29 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// Readiness as a series too: a pod that is full (or draining) drops
 	// out of its Service, and dashboards should show why.
 	s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "voxhost_ready", Help: "1 while /readyz answers 200: not draining and below the high-water mark.",
+		Name: "voxhost_ready", Help: "1 while /readyz answers 200: not draining, below the high-water mark and not overloaded.",
 	}, func() float64 {
-		if s.draining.Load() || s.atCapacity() {
+		if s.draining.Load() || s.atCapacity() || s.overloaded() {
 			return 0
 		}
 		return 1
+	}), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "voxhost_overloaded", Help: "1 while new calls are refused because the process's CPU use passed cpu_high_water_percent.",
+	}, func() float64 {
+		if s.overloaded() {
+			return 1
+		}
+		return 0
 	}))
 	s.metrics.capacity.Set(float64(opts.MaxCalls))
+	if opts.CPUHighWater > 0 {
+		s.cpu = newCPUMonitor(opts.CPUSampler, opts.CPUSampleInterval, opts.CPUHighWater, opts.CPULowWater, s.log)
+		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "voxhost_cpu_utilization",
+			Help: "The process's CPU use as a share of its GOMAXPROCS cores (0-1), averaged over about half a second: what overload shedding compares with its marks.",
+		}, s.cpu.utilization))
+		go s.cpu.run()
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))
 	s.mux.HandleFunc("GET /twilio", s.handleCall(transport.Twilio()))
@@ -216,6 +267,8 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 	case s.atCapacity():
 		http.Error(w, fmt.Sprintf("at capacity: %d active calls (ready again at %d)", s.active.Load(), s.opts.ReadyLowWater), http.StatusServiceUnavailable)
+	case s.overloaded():
+		http.Error(w, s.overloadReason()+fmt.Sprintf(" (ready again at %s)", percent(s.opts.CPULowWater)), http.StatusServiceUnavailable)
 	default:
 		fmt.Fprintln(w, "ready")
 	}
@@ -231,6 +284,14 @@ func (s *Server) atCapacity() bool {
 		s.full.Store(false)
 	}
 	return s.full.Load()
+}
+
+// overloaded says whether the process's CPU use is past its marks.
+func (s *Server) overloaded() bool { return s.cpu != nil && s.cpu.overloaded.Load() }
+
+// overloadReason is what a refused client and /readyz are told.
+func (s *Server) overloadReason() string {
+	return fmt.Sprintf("overloaded: CPU at %s of %d cores, past the limit of %s", percent(s.cpu.utilization()), runtime.GOMAXPROCS(0), percent(s.opts.CPUHighWater))
 }
 
 // reject refuses a connection before the upgrade, with a reason for the
@@ -270,6 +331,9 @@ func (s *Server) admit() (string, bool) {
 	if s.draining.Load() {
 		return "draining", false
 	}
+	if s.overloaded() {
+		return "overloaded", false
+	}
 	if s.active.Add(1) > int64(s.opts.MaxCalls) {
 		s.active.Add(-1)
 		return "capacity", false
@@ -303,11 +367,15 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			}
 		}
 		if why, ok := s.admit(); !ok {
-			msg := "at capacity: too many concurrent calls"
-			if why == "draining" {
+			msg, retry := "at capacity: too many concurrent calls", "1"
+			switch why {
+			case "draining":
 				msg = "draining: the server is shutting down"
+			case "overloaded":
+				msg, retry = s.overloadReason()+"; try another host", overloadRetryAfter
+				s.metrics.shed.WithLabelValues(shedCPU).Inc()
 			}
-			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After", retry)
 			s.reject(w, http.StatusServiceUnavailable, why, msg)
 			return
 		}
@@ -405,8 +473,17 @@ wait:
 	return DrainResult{Finished: max(atStart-len(remaining), 0), Cut: len(remaining)}
 }
 
-// Serve accepts connections on l until ctx ends, then drains and shuts the
-// HTTP server down.
+// Close stops the server's background work (the CPU sampler). Serve
+// closes the server when it returns; a program that mounts Handler on
+// its own mux calls Close after Drain.
+func (s *Server) Close() {
+	if s.cpu != nil {
+		s.cpu.close()
+	}
+}
+
+// Serve accepts connections on l until ctx ends, then drains, shuts the
+// HTTP server down and closes the server.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
@@ -423,5 +500,6 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	defer cancel()
 	err := hs.Shutdown(shutdownCtx)
 	<-errc
+	s.Close()
 	return err
 }

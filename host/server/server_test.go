@@ -75,6 +75,7 @@ func newHost(t testing.TB, pipelines map[string]string, tweak func(*server.Optio
 	h := &testHost{Server: s, rt: rt, cat: cat, http: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http")}
 	t.Cleanup(func() {
 		s.Drain(ctx)
+		s.Close()
 		hs.Close()
 		cat.Close(ctx)
 		rt.Close(ctx)
@@ -388,12 +389,20 @@ func TestCapacityAndUnknownPipeline(t *testing.T) {
 
 func get(t *testing.T, h *testHost, path string) int {
 	t.Helper()
+	code, _ := fetch(t, h, path)
+	return code
+}
+
+// fetch GETs path from the server and returns the status and the body.
+func fetch(t *testing.T, h *testHost, path string) (int, string) {
+	t.Helper()
 	resp, err := http.Get(h.http.URL + path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -409,13 +418,8 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func metrics(t *testing.T, h *testHost) string {
 	t.Helper()
-	resp, err := http.Get(h.http.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	_, body := fetch(t, h, "/metrics")
+	return body
 }
 
 func assertMetric(t *testing.T, h *testHost, line string) {
