@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +28,7 @@ var enforcements = []string{"none", "fuel"}
 // BenchmarkBudget measures what each enforcement costs a frame, as
 // `voxhost bench hop` measures a hop: a chain of depth copies of a plugin,
 // one frame at a time, the enforcements interleaved over repetitions and
-// the median kept, all in one run. Run it once:
+// the fastest kept, all in one run. Run it once:
 //
 //	go test -run X -bench Budget -benchtime 1x ./host/plugin/
 func BenchmarkBudget(b *testing.B) {
@@ -42,23 +44,32 @@ func BenchmarkBudget(b *testing.B) {
 		defer rt.Close(ctx)
 		runtimes[how] = rt
 	}
-	modules := []struct{ name, path string }{{"passthrough", ""}, {"gain", ""}, {"vad", ""}, {"dtmf", ""}, {"agc", ""},
-		{"tremolo-c", "../../examples/c/build/tremolo.wasm"}, {"tremolo-go", "../../examples/go/build/tremolo.wasm"}}
+	// Every stock plugin and every example built by `make examples`.
+	type module struct {
+		name string
+		wasm []byte
+	}
+	var modules []module
+	for _, name := range plugins.Names() {
+		wasm, _ := plugins.Get(name)
+		modules = append(modules, module{name, wasm})
+	}
+	examples, err := filepath.Glob("../../examples/*/build/*.wasm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range examples {
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lang := filepath.Base(filepath.Dir(filepath.Dir(path)))
+		modules = append(modules, module{strings.TrimSuffix(filepath.Base(path), ".wasm") + "-" + lang, wasm})
+	}
 	for _, m := range modules {
-		wasm, ok := plugins.Get(m.name)
-		if m.path != "" {
-			var err error
-			if wasm, err = os.ReadFile(m.path); err != nil {
-				continue // the Go example is not built
-			}
-			ok = true
-		}
-		if !ok {
-			b.Fatalf("no plugin %s", m.name)
-		}
 		loaded := map[string]*plugin.Plugin{}
 		for how, rt := range runtimes {
-			p, err := rt.Load(ctx, m.name, wasm)
+			p, err := rt.Load(ctx, m.name, m.wasm)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -70,7 +81,7 @@ func BenchmarkBudget(b *testing.B) {
 				for how, p := range loaded {
 					stages := make([]pipeline.StageDef, depth)
 					for i := range stages {
-						stages[i] = pipeline.StageDef{Plugin: p, OnError: pipeline.EndCall}
+						stages[i] = pipeline.StageDef{Plugin: p, Config: stageConfig(m.name, i), OnError: pipeline.EndCall}
 					}
 					def := &pipeline.Definition{Name: "bench", Stages: stages}
 					chain, err := def.Instantiate(ctx, pipeline.CallConfig{Logger: quiet})
@@ -81,11 +92,13 @@ func BenchmarkBudget(b *testing.B) {
 					chains[how] = chain
 				}
 				frame := signal.Speech(abi.TelephonyRate, 0.02)
-				// About 50 ms per measurement.
+				// Short measurements, many of them, interleaved, and the
+				// fastest of each kept: other processes only ever add time,
+				// and a 2 ms window often runs without them on a busy host.
 				est, _ := timeFrames(b, chains["none"], frame, 200)
-				frames := max(200, int(50*time.Millisecond/time.Duration(est)))
-				const reps = 7
-				ns := map[string][]float64{}
+				frames := max(20, int(2*time.Millisecond/time.Duration(est)))
+				const reps = 51
+				best := map[string]float64{}
 				allocs := map[string]float64{}
 				for rep := 0; rep < reps; rep++ {
 					order := slices.Clone(enforcements)
@@ -93,16 +106,17 @@ func BenchmarkBudget(b *testing.B) {
 					order = append(order[rep%len(order):], order[:rep%len(order)]...)
 					for _, how := range order {
 						t, a := timeFrames(b, chains[how], frame, frames)
-						ns[how] = append(ns[how], t)
+						if best[how] == 0 || t < best[how] {
+							best[how] = t
+						}
 						allocs[how] = max(allocs[how], a)
 					}
 				}
-				base := median(ns["none"])
+				base := best["none"]
 				for _, how := range enforcements {
-					med := median(ns[how])
-					b.ReportMetric(med, how+"-ns/frame")
+					b.ReportMetric(best[how], how+"-ns/frame")
 					if how != "none" {
-						b.ReportMetric(100*(med-base)/base, how+"-%")
+						b.ReportMetric(100*(best[how]-base)/base, how+"-%")
 					}
 					if allocs[how] > 0 {
 						b.ReportMetric(allocs[how], how+"-allocs/frame")
@@ -111,6 +125,18 @@ func BenchmarkBudget(b *testing.B) {
 			})
 		}
 	}
+}
+
+// stageConfig is the config of stage i of a chain of a plugin: resample
+// needs a rate to convert to, and alternates between 16 and 8 kHz.
+func stageConfig(name string, i int) []byte {
+	if name != "resample" {
+		return nil
+	}
+	if i%2 == 0 {
+		return []byte(`{"to":16000}`)
+	}
+	return []byte(`{"to":8000}`)
 }
 
 // timeFrames runs frames through a chain and returns ns and allocations
@@ -133,15 +159,6 @@ func timeFrames(b *testing.B, p *pipeline.Pipeline, frame []byte, frames int) (f
 	took := time.Since(start)
 	runtime.ReadMemStats(&after)
 	return float64(took.Nanoseconds()) / float64(frames), float64(after.Mallocs-before.Mallocs) / float64(frames)
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // BenchmarkBudgetStop measures how long after it starts a frame whose
