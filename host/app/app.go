@@ -176,6 +176,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		ReadyLowWater:   cfg.Limits.ReadyLowWater,
 		CPUHighWater:    float64(cfg.Limits.CPUHighWaterPercent) / 100,
 		CPULowWater:     float64(cfg.Limits.CPULowWaterPercent) / 100,
+		MaxSetups:       cfg.Limits.MaxConcurrentSetups,
+		SetupWait:       cfg.Limits.SetupWait,
 		Tokens:          cfg.ResolvedTokens(),
 		Origins:         cfg.Origins,
 		Logger:          logger,

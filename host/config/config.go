@@ -79,6 +79,15 @@ type Limits struct {
 	// server takes calls again; 0 means 15 points below the high-water
 	// mark, but not below half of it.
 	CPULowWaterPercent int
+	// MaxConcurrentSetups caps the call set-ups (each plugin's start
+	// function, _initialize and vox_init, under the init budget) that run
+	// at once, so that a burst of new calls leaves the calls already
+	// running a core; 0 means one fewer than GOMAXPROCS, and at least 1.
+	MaxConcurrentSetups int
+	// SetupWait is how long a new call may wait for a set-up slot; one
+	// that waits longer is refused (HTTP 503, or close code 1013 on a
+	// Twilio stream), so that a queue of set-ups cannot grow without end.
+	SetupWait time.Duration
 }
 
 // Auth holds the bearer tokens that admit a call.
@@ -126,6 +135,7 @@ func Default() Config {
 			// Past ~85% of the cores, queueing makes frames late in bursts
 			// (RATIONALE.md, "Overload").
 			CPUHighWaterPercent: DefaultCPUHighWaterPercent,
+			SetupWait:           time.Second,
 		},
 	}
 }
@@ -238,6 +248,10 @@ func (l *Limits) validate() error {
 		return invalid("limits.cpu_low_water_percent", "is set, but cpu_high_water_percent is 0, which turns CPU shedding off")
 	case l.CPULowWaterPercent < 0 || l.CPULowWaterPercent >= l.CPUHighWaterPercent && l.CPULowWaterPercent > 0:
 		return invalid("limits.cpu_low_water_percent", "must be below cpu_high_water_percent (%d), got %d", l.CPUHighWaterPercent, l.CPULowWaterPercent)
+	case l.MaxConcurrentSetups < 0:
+		return invalid("limits.max_concurrent_setups", "must not be negative (0 means one fewer than the cores), got %d", l.MaxConcurrentSetups)
+	case l.SetupWait <= 0:
+		return invalid("limits.setup_wait", "must be positive, got %v", l.SetupWait)
 	}
 	return nil
 }

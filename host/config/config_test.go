@@ -32,6 +32,7 @@ func TestLoadExample(t *testing.T) {
 			ReadyLowWater:       800,
 			CPUHighWaterPercent: 85,
 			CPULowWaterPercent:  70,
+			SetupWait:           time.Second,
 		},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
 		Origins:         []string{"example.com", "*.example.com"},
@@ -98,7 +99,7 @@ func TestDefault(t *testing.T) {
 	c := config.Default()
 	if c.Listen != ":8080" || c.LogLevel != "info" || c.MemoryLimitPages != 256 || c.Pipelines != nil ||
 		c.Limits != (config.Limits{MaxCalls: 1000, MaxMessageBytes: 65536, MaxFrameMs: 100, IdleTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second,
-			CPUHighWaterPercent: 85}) {
+			CPUHighWaterPercent: 85, SetupWait: time.Second}) {
 		t.Errorf("Default() = %+v", c)
 	}
 	if err := c.Validate(); err != nil {

@@ -61,6 +61,11 @@ type call struct {
 	endOnce sync.Once
 	outcome string
 	reason  string
+
+	// setupHeld says the call holds a set-up slot: from before the
+	// upgrade (raw) or the start message (Twilio) until its pipeline is
+	// built.
+	setupHeld bool
 }
 
 // ctx is the context of every socket read and write. It never ends: a
@@ -68,11 +73,12 @@ type call struct {
 // timeouts close the socket from a timer instead.
 var ctx = context.Background()
 
-func (s *Server) newCall(conn *websocket.Conn, proto transport.Protocol, pipelineName string, r *http.Request) *call {
+// newCall makes the call of request r; its conn is set once the upgrade
+// succeeds.
+func (s *Server) newCall(proto transport.Protocol, pipelineName string, r *http.Request) *call {
 	maxAudio := s.opts.MaxFrameMs * abi.TelephonyRate / 1000
 	c := &call{
 		s:            s,
-		conn:         conn,
 		proto:        proto,
 		sess:         proto.NewSession(maxAudio),
 		id:           fmt.Sprintf("%s-%d", proto.Name(), s.nextID.Add(1)),
@@ -217,12 +223,20 @@ func (c *call) startPipeline(start *transport.Start) error {
 	}
 	c.pipelineName = name
 	meta["call_id"], meta["pipeline"] = c.id, name
+	if !c.setupHeld && !c.awaitSetup(nil) {
+		c.s.metrics.shed.WithLabelValues(shedSetup).Inc()
+		reason := c.s.setupRefusal()
+		c.log.Warn("call refused", "reason", reason)
+		c.end(websocket.StatusTryAgainLater, reason, "shed")
+		return errors.New(reason)
+	}
 	p, err := def.Instantiate(ctx, pipeline.CallConfig{
 		MaxFrameMs: c.s.opts.MaxFrameMs,
 		Sink:       c,
 		Logger:     c.log,
 		OnFault:    func(f pipeline.Fault) { c.faults = append(c.faults, f) },
 	})
+	c.releaseSetup()
 	if err != nil {
 		c.log.Error("pipeline failed to start", "pipeline", name, "err", err)
 		c.end(websocket.StatusInternalError, "pipeline failed to start", "start_failed")
@@ -240,6 +254,23 @@ func (c *call) startPipeline(start *transport.Start) error {
 		return errors.New("write failed")
 	}
 	return nil
+}
+
+// awaitSetup takes a set-up slot for the call, waiting up to the set-up
+// wait or until done is closed, and says whether it got one.
+func (c *call) awaitSetup(done <-chan struct{}) bool {
+	t0 := time.Now()
+	c.setupHeld = c.s.setups.acquire(c.s.opts.SetupWait, done)
+	c.s.metrics.setupWait.Observe(time.Since(t0).Seconds())
+	return c.setupHeld
+}
+
+// releaseSetup gives the call's set-up slot back, if it holds one.
+func (c *call) releaseSetup() {
+	if c.setupHeld {
+		c.setupHeld = false
+		c.s.setups.release()
+	}
 }
 
 // Emit implements plugin.Sink: events wait until the frame is done.

@@ -26,6 +26,7 @@ type metrics struct {
 	callSeconds   *prometheus.HistogramVec
 	capacity      prometheus.Gauge
 	shed          *prometheus.CounterVec
+	setupWait     prometheus.Histogram
 }
 
 // Reasons a call is shed: refused because the process is overloaded,
@@ -33,6 +34,8 @@ type metrics struct {
 const (
 	// shedCPU: the process's CPU use passed its high-water mark.
 	shedCPU = "cpu"
+	// shedSetup: no call set-up slot came free within the set-up wait.
+	shedSetup = "setup_queue"
 )
 
 func newMetrics(liveInstances func() float64) *metrics {
@@ -77,18 +80,23 @@ func newMetrics(liveInstances func() float64) *metrics {
 		Name: "voxhost_calls_capacity", Help: "Most concurrent calls this server accepts (max_calls).",
 	})
 	m.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "voxhost_calls_shed_total", Help: "Calls refused because the process is overloaded, by reason (cpu).",
+		Name: "voxhost_calls_shed_total", Help: "Calls refused because the process is overloaded, by reason (cpu, setup_queue).",
 	}, []string{"reason"})
 	// Every reason from the start, so that an alert on its rate sees 0
 	// rather than no series.
-	for _, r := range []string{shedCPU} {
+	for _, r := range []string{shedCPU, shedSetup} {
 		m.shed.WithLabelValues(r)
 	}
+	m.setupWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "voxhost_call_setup_wait_seconds",
+		Help:    "How long new calls waited for a set-up slot (max_concurrent_setups): a queue building up before calls are refused.",
+		Buckets: prometheus.ExponentialBuckets(1e-4, 4, 8),
+	})
 	m.instancesLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "voxhost_plugin_instances", Help: "Plugin instances alive.",
 	}, liveInstances)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
-		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive, m.shed,
+		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive, m.shed, m.setupWait,
 		// The GC pause histogram lets a load test show the tail has no GC
 		// stalls: go_sched_pauses_total_gc_seconds.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(

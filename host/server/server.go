@@ -79,6 +79,17 @@ type Options struct {
 	// CPUSampleInterval is how often the CPU time is read; 0 means
 	// DefaultCPUSampleInterval.
 	CPUSampleInterval time.Duration
+
+	// MaxSetups caps the call set-ups that run at once. A set-up
+	// instantiates a call's pipeline, running each plugin's start
+	// function, _initialize and vox_init under the runtime's init budget;
+	// with no cap, a burst of new calls could take every core from the
+	// calls already running. 0 means DefaultMaxSetups, in one gate shared
+	// by every Server of the process that takes the default.
+	MaxSetups int
+	// SetupWait is how long a new call may wait for a set-up slot before
+	// it is refused; 0 means DefaultSetupWait.
+	SetupWait time.Duration
 }
 
 // Defaults for the zero values of Options.
@@ -113,6 +124,8 @@ type Server struct {
 	nextID    atomic.Uint64
 	// cpu is nil when CPU shedding is off.
 	cpu *cpuMonitor
+	// setups bounds the call set-ups that run at once.
+	setups *setupGate
 
 	mu    sync.Mutex
 	calls map[*call]struct{}
@@ -146,11 +159,19 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	setDefault(&opts.CPULowWater, max(opts.CPUHighWater-0.15, opts.CPUHighWater/2))
 	setDefault(&opts.CPUSampler, ProcessCPU())
 	setDefault(&opts.CPUSampleInterval, DefaultCPUSampleInterval)
+	setDefault(&opts.SetupWait, DefaultSetupWait)
+	if opts.MaxSetups < 0 || opts.SetupWait < 0 {
+		return nil, fmt.Errorf("server: max set-ups (%d) and set-up wait (%v) must not be negative", opts.MaxSetups, opts.SetupWait)
+	}
 	s := &Server{
-		opts:  opts,
-		log:   opts.Logger,
-		calls: map[*call]struct{}{},
-		idle:  make(chan struct{}),
+		opts:   opts,
+		log:    opts.Logger,
+		calls:  map[*call]struct{}{},
+		idle:   make(chan struct{}),
+		setups: processSetups(),
+	}
+	if opts.MaxSetups > 0 {
+		s.setups = newSetupGate(opts.MaxSetups)
 	}
 	if err := s.SetPipelines(ctx, opts.Pipelines, opts.DefaultPipeline); err != nil {
 		return nil, err
@@ -214,7 +235,13 @@ func (s *Server) SetPipelines(ctx context.Context, defs map[string]*pipeline.Def
 		return fmt.Errorf("server: default pipeline %q is not defined (have %s)", defaultName, strings.Join(pipelineNames(defs), ", "))
 	}
 	for _, name := range pipelineNames(defs) {
+		// A trial set-up costs what a call's does, and a reload runs
+		// beside calls: it takes its turn at the gate.
+		if !s.setups.acquire(0, ctx.Done()) {
+			return ctx.Err()
+		}
 		p, err := defs[name].Instantiate(ctx, pipeline.CallConfig{MaxFrameMs: s.opts.MaxFrameMs})
+		s.setups.release()
 		if err != nil {
 			return err
 		}
@@ -393,6 +420,22 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			}
 		}
 		defer release()
+		c := s.newCall(proto, name, r)
+		defer c.releaseSetup()
+		if proto.StartsOnConnect() {
+			// The pipeline starts at connect: its set-up slot is taken
+			// before the upgrade, where a refusal is still an HTTP 503 that
+			// a client or balancer can retry elsewhere.
+			if !c.awaitSetup(r.Context().Done()) {
+				if r.Context().Err() != nil {
+					return // the client gave up waiting
+				}
+				s.metrics.shed.WithLabelValues(shedSetup).Inc()
+				w.Header().Set("Retry-After", "1")
+				s.reject(w, http.StatusServiceUnavailable, shedSetup, s.setupRefusal())
+				return
+			}
+		}
 		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 			OriginPatterns:     s.opts.Origins,
 			InsecureSkipVerify: slices.Contains(s.opts.Origins, "*"),
@@ -405,7 +448,7 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 		// One byte more than the limit lets the call loop tell an oversize
 		// message from one that fills the limit exactly.
 		conn.SetReadLimit(int64(s.opts.MaxMessageBytes) + 1)
-		c := s.newCall(conn, proto, name, r)
+		c.conn = conn
 		s.track(c, true)
 		c.run()
 		s.track(c, false)
