@@ -79,7 +79,7 @@ func TestDefaultHostServesAndDrains(t *testing.T) {
 	}
 	m, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(m), "\nvoxhost_cpu_utilization ") || !strings.Contains(string(m), "\nvoxhost_overloaded ") {
+	if !strings.Contains(string(m), "\nvoxhost_cpu_utilization ") || !strings.Contains(string(m), "\nvoxhost_overloaded ") || !strings.Contains(string(m), "\nvoxhost_cpu_wait_seconds ") {
 		t.Fatal("the default config must turn CPU overload shedding on")
 	}
 	c.Close(websocket.StatusNormalClosure, "")

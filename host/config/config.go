@@ -69,7 +69,7 @@ type Limits struct {
 	// /readyz turns true again; 0 means 90% of the high-water mark.
 	ReadyLowWater int
 	// CPUHighWaterPercent is the CPU use, in percent of the cores Go runs
-	// on (GOMAXPROCS) and averaged over about half a second, at which the
+	// on (GOMAXPROCS) and averaged over about 150 ms, at which the
 	// server counts as overloaded: it refuses new calls with HTTP 503 and
 	// turns /readyz false, so that the calls it has keep their frames on
 	// time even when each plugin stays inside its budget. 0 turns CPU
@@ -79,6 +79,15 @@ type Limits struct {
 	// server takes calls again; 0 means 15 points below the high-water
 	// mark, but not below half of it.
 	CPULowWaterPercent int
+	// CPUWaitHighWater is how long goroutines that became runnable may
+	// wait for a core (90th percentile, averaged over about 150 ms)
+	// before the server counts as overloaded, as with CPUHighWaterPercent.
+	// It sees what CPU use cannot: a process starved by other processes,
+	// which then uses less CPU than its mark. 0 turns it off.
+	CPUWaitHighWater time.Duration
+	// CPUWaitLowWater is the wait at or below which an overloaded server
+	// takes calls again; 0 means a fifth of the high-water mark.
+	CPUWaitLowWater time.Duration
 	// MaxConcurrentSetups caps the call set-ups (each plugin's start
 	// function, _initialize and vox_init, under the init budget) that run
 	// at once, so that a burst of new calls leaves the calls already
@@ -135,7 +144,9 @@ func Default() Config {
 			// Past ~85% of the cores, queueing makes frames late in bursts
 			// (RATIONALE.md, "Overload").
 			CPUHighWaterPercent: DefaultCPUHighWaterPercent,
-			SetupWait:           time.Second,
+			// Half a frame: frames are about to be late.
+			CPUWaitHighWater: 10 * time.Millisecond,
+			SetupWait:        time.Second,
 		},
 	}
 }
@@ -248,6 +259,12 @@ func (l *Limits) validate() error {
 		return invalid("limits.cpu_low_water_percent", "is set, but cpu_high_water_percent is 0, which turns CPU shedding off")
 	case l.CPULowWaterPercent < 0 || l.CPULowWaterPercent >= l.CPUHighWaterPercent && l.CPULowWaterPercent > 0:
 		return invalid("limits.cpu_low_water_percent", "must be below cpu_high_water_percent (%d), got %d", l.CPUHighWaterPercent, l.CPULowWaterPercent)
+	case l.CPUWaitHighWater < 0:
+		return invalid("limits.cpu_wait_high_water", "must not be negative (0 is off), got %v", l.CPUWaitHighWater)
+	case l.CPUWaitLowWater != 0 && l.CPUWaitHighWater == 0:
+		return invalid("limits.cpu_wait_low_water", "is set, but cpu_wait_high_water is 0, which turns the wait signal off")
+	case l.CPUWaitLowWater < 0 || l.CPUWaitLowWater >= l.CPUWaitHighWater && l.CPUWaitLowWater > 0:
+		return invalid("limits.cpu_wait_low_water", "must be below cpu_wait_high_water (%v), got %v", l.CPUWaitHighWater, l.CPUWaitLowWater)
 	case l.MaxConcurrentSetups < 0:
 		return invalid("limits.max_concurrent_setups", "must not be negative (0 means one fewer than the cores), got %d", l.MaxConcurrentSetups)
 	case l.SetupWait <= 0:

@@ -81,6 +81,8 @@ func configFields(c *Config) map[string]field {
 			"ready_low_water":        integer(&c.Limits.ReadyLowWater),
 			"cpu_high_water_percent": integer(&c.Limits.CPUHighWaterPercent),
 			"cpu_low_water_percent":  integer(&c.Limits.CPULowWaterPercent),
+			"cpu_wait_high_water":    duration(&c.Limits.CPUWaitHighWater),
+			"cpu_wait_low_water":     duration(&c.Limits.CPUWaitLowWater),
 			"max_concurrent_setups":  integer(&c.Limits.MaxConcurrentSetups),
 			"setup_wait":             duration(&c.Limits.SetupWait),
 		}),

@@ -25,7 +25,7 @@ func TestErrors(t *testing.T) {
 
 		// Unknown keys.
 		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, plugins_dir)`},
-		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: cpu_high_water_percent, cpu_low_water_percent, drain_timeout, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water, setup_wait)`},
+		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water, setup_wait)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
 		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: budget_ms, config, on_error, plugin)`},
 		{"merge key", "limits: &l {max_calls: 5}\nauth:\n  <<: *l\n", "voxhost.yaml:3:3: ", "auth: merge keys (<<) are not supported"},
@@ -68,6 +68,8 @@ func TestErrors(t *testing.T) {
 		{"cpu over 100", "limits:\n  cpu_high_water_percent: 101\n", "voxhost.yaml:2:27: ", "limits.cpu_high_water_percent: must be between 0 (off) and 100, got 101"},
 		{"cpu low over high", "limits:\n  cpu_high_water_percent: 60\n  cpu_low_water_percent: 60\n", "voxhost.yaml:3:26: ", "limits.cpu_low_water_percent: must be below cpu_high_water_percent (60), got 60"},
 		{"cpu low without high", "limits:\n  cpu_high_water_percent: 0\n  cpu_low_water_percent: 50\n", "voxhost.yaml:3:26: ", "limits.cpu_low_water_percent: is set, but cpu_high_water_percent is 0, which turns CPU shedding off"},
+		{"cpu wait low over high", "limits:\n  cpu_wait_high_water: 5ms\n  cpu_wait_low_water: 5ms\n", "voxhost.yaml:3:23: ", "limits.cpu_wait_low_water: must be below cpu_wait_high_water (5ms), got 5ms"},
+		{"cpu wait low without high", "limits:\n  cpu_wait_high_water: 0s\n  cpu_wait_low_water: 1ms\n", "voxhost.yaml:3:23: ", "limits.cpu_wait_low_water: is set, but cpu_wait_high_water is 0, which turns the wait signal off"},
 		{"negative setups", "limits:\n  max_concurrent_setups: -1\n", "voxhost.yaml:2:26: ", "limits.max_concurrent_setups: must not be negative (0 means one fewer than the cores), got -1"},
 		{"zero setup wait", "limits:\n  setup_wait: 0s\n", "voxhost.yaml:2:15: ", "limits.setup_wait: must be positive, got 0s"},
 		{"empty token", "auth:\n  tokens: [a, '']\n", "voxhost.yaml:2:15: ", "auth.tokens[1]: empty token"},

@@ -34,6 +34,8 @@ type metrics struct {
 const (
 	// shedCPU: the process's CPU use passed its high-water mark.
 	shedCPU = "cpu"
+	// shedCPUWait: its goroutines waited for a core past their mark.
+	shedCPUWait = "cpu_wait"
 	// shedSetup: no call set-up slot came free within the set-up wait.
 	shedSetup = "setup_queue"
 )
@@ -80,11 +82,11 @@ func newMetrics(liveInstances func() float64) *metrics {
 		Name: "voxhost_calls_capacity", Help: "Most concurrent calls this server accepts (max_calls).",
 	})
 	m.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "voxhost_calls_shed_total", Help: "Calls refused because the process is overloaded, by reason (cpu, setup_queue).",
+		Name: "voxhost_calls_shed_total", Help: "Calls refused because the process is overloaded, by reason (cpu, cpu_wait, setup_queue).",
 	}, []string{"reason"})
 	// Every reason from the start, so that an alert on its rate sees 0
 	// rather than no series.
-	for _, r := range []string{shedCPU, shedSetup} {
+	for _, r := range []string{shedCPU, shedCPUWait, shedSetup} {
 		m.shed.WithLabelValues(r)
 	}
 	m.setupWait = prometheus.NewHistogram(prometheus.HistogramOpts{

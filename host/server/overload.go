@@ -5,65 +5,160 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	rtmetrics "runtime/metrics"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// CPUSampler reads the CPU time a process has used since it started (user
-// and system time of all its threads) and the time it read it at. The
-// server samples it to tell when the calls it runs want more of the
-// machine than there is. The reading carries its own time so that a
-// sampler and the server never disagree on how long a sample lasted.
-type CPUSampler interface {
-	CPUTime() (used time.Duration, at time.Time, err error)
+// CPUSample is one reading of what the process's calls get of the CPU.
+type CPUSample struct {
+	// At is when the sample was taken. It travels with the reading so that
+	// a sampler and the server never disagree on how long a sample lasted.
+	At time.Time
+	// Used is the CPU time the process has used since it started: user and
+	// system time of all its threads.
+	Used time.Duration
+	// Wait is how long goroutines that became runnable since the previous
+	// sample waited for a core before they ran, at the 90th percentile; 0
+	// if none did.
+	Wait time.Duration
 }
 
-// ProcessCPU is the CPUSampler of this process: getrusage(RUSAGE_SELF),
-// one system call and no allocation. Where the platform has no getrusage
-// it returns an error, and CPU shedding stays off.
-func ProcessCPU() CPUSampler { return rusage{} }
+// CPUSampler takes CPUSamples. The server calls it from one goroutine, at
+// a steady interval, to tell when the calls it runs want more of the
+// machine than they get.
+type CPUSampler interface {
+	Sample() (CPUSample, error)
+}
 
-// DefaultCPUSampleInterval is how often CPU use is sampled.
+// ProcessCPU returns a CPUSampler of this process: getrusage(RUSAGE_SELF)
+// for the CPU used, and the Go scheduler's own record of how long
+// runnable goroutines waited (runtime/metrics /sched/latencies:seconds)
+// for the wait. Where the platform has no getrusage it returns an error,
+// and overload shedding stays off. It keeps the previous reading, so each
+// server needs its own.
+func ProcessCPU() CPUSampler {
+	return &processCPU{sched: []rtmetrics.Sample{{Name: "/sched/latencies:seconds"}}}
+}
+
+type processCPU struct {
+	sched []rtmetrics.Sample
+	prev  []uint64
+}
+
+func (p *processCPU) Sample() (CPUSample, error) {
+	used, err := rusageCPU()
+	if err != nil {
+		return CPUSample{}, err
+	}
+	return CPUSample{At: time.Now(), Used: used, Wait: p.wait()}, nil
+}
+
+// wait is the 90th percentile of the scheduling delays recorded since the
+// previous call, as the upper bound of the histogram bucket it falls in.
+func (p *processCPU) wait() time.Duration {
+	rtmetrics.Read(p.sched)
+	h := p.sched[0].Value.Float64Histogram()
+	first := p.prev == nil
+	if len(p.prev) != len(h.Counts) {
+		p.prev = make([]uint64, len(h.Counts))
+	}
+	defer copy(p.prev, h.Counts)
+	var n uint64
+	for i, c := range h.Counts {
+		n += c - p.prev[i]
+	}
+	if first || n == 0 {
+		return 0
+	}
+	var seen uint64
+	for i, c := range h.Counts {
+		if seen += c - p.prev[i]; seen*10 >= n*9 {
+			bound := h.Buckets[i+1]
+			if math.IsInf(bound, 1) {
+				bound = h.Buckets[i]
+			}
+			return time.Duration(bound * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+// DefaultCPUSampleInterval is how often the CPU is sampled.
 const DefaultCPUSampleInterval = 100 * time.Millisecond
 
-// cpuSmoothing is the weight of each new sample in the moving average:
-// with 0.2, the average follows a step in load with a time constant of
-// about 4.5 samples (450 ms at the default interval). One sample alone
-// would trip on a garbage collection cycle (a quarter of the cores for a
-// few milliseconds) or a burst of call set-ups; a longer average would let
-// a real overload starve calls for seconds before new ones are refused.
-const cpuSmoothing = 0.2
+// cpuSmoothing is the weight of each new sample in the moving averages:
+// with 0.5, an average follows a step in load with a time constant of
+// about 1.5 samples (150 ms at the default interval), and crosses a mark
+// one or two samples after the load does. Calls arrive faster than that:
+// with 0.2 (450 ms), ten calls that each want 0.8 of a core, arriving
+// 200 ms apart on two cores, got five in before the first was refused;
+// with 0.5, three, which is what an 85% mark allows (RATIONALE.md,
+// "Overload"). One sample alone would trip on noise: a garbage collection
+// cycle or a stray slow wake-up in a sample with few of them.
+const cpuSmoothing = 0.5
 
-// cpuMonitor samples the process's CPU use, keeps a moving average of it
-// as a share of the cores the Go scheduler runs on (GOMAXPROCS), and says
-// whether the process is overloaded, with hysteresis: from the moment the
-// average reaches the high-water mark until it falls to the low one.
-type cpuMonitor struct {
-	sampler   CPUSampler
-	interval  time.Duration
+// mark is one overload signal: a moving average of its samples, and
+// whether it is over, with hysteresis: from the moment the average reaches
+// high until it falls to low. A high of 0 turns the signal off.
+type mark struct {
 	high, low float64
-	log       *slog.Logger
+	avg       atomic.Uint64 // math.Float64bits of the average
+	over      atomic.Bool
+}
 
-	util       atomic.Uint64 // math.Float64bits of the average, 0–1
-	overloaded atomic.Bool
+// observe folds a sample into the average and reports a change of state.
+func (k *mark) observe(sample float64) (changed bool) {
+	avg := k.average()*(1-cpuSmoothing) + sample*cpuSmoothing
+	k.avg.Store(math.Float64bits(avg))
+	switch over := k.over.Load(); {
+	case k.high > 0 && avg >= k.high && !over:
+		k.over.Store(true)
+		return true
+	case avg <= k.low && over:
+		k.over.Store(false)
+		return true
+	}
+	return false
+}
+
+func (k *mark) average() float64 { return math.Float64frombits(k.avg.Load()) }
+
+// cpuMonitor samples what the process gets of the CPU and says whether it
+// is overloaded. Two signals, either of which is enough:
+//
+//   - use: the CPU time used, as a share of the cores the Go scheduler
+//     runs on (GOMAXPROCS). It is exact on a machine the process has to
+//     itself, but cannot see cores taken by other processes: on a shared
+//     machine the process starves at a share it never reaches.
+//   - wait: how long runnable goroutines waited for a core. It sees
+//     starvation whatever its cause; a lightly loaded process does not
+//     wait even when the machine is busy, because Linux runs a thread that
+//     wakes from sleep promptly.
+type cpuMonitor struct {
+	sampler  CPUSampler
+	interval time.Duration
+	use      mark // share of GOMAXPROCS cores, 0–1
+	wait     mark // seconds
+	log      *slog.Logger
 
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
 }
 
-func newCPUMonitor(s CPUSampler, interval time.Duration, high, low float64, log *slog.Logger) *cpuMonitor {
-	return &cpuMonitor{sampler: s, interval: interval, high: high, low: low, log: log,
-		stop: make(chan struct{}), done: make(chan struct{})}
+func newCPUMonitor(s CPUSampler, interval time.Duration, log *slog.Logger) *cpuMonitor {
+	return &cpuMonitor{sampler: s, interval: interval, log: log, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// run samples until close. A sampler that fails is logged once and the
-// process is then never called overloaded: shedding calls on a reading
-// the host cannot make would refuse every call.
+// run samples until close. A sampler that fails is logged and the process
+// is then never called overloaded: shedding calls on a reading the host
+// cannot make would refuse every call.
 func (m *cpuMonitor) run() {
 	defer close(m.done)
-	last, lastAt, err := m.sampler.CPUTime()
+	last, err := m.sampler.Sample()
 	tick := time.NewTicker(m.interval)
 	defer tick.Stop()
 	for err == nil {
@@ -72,38 +167,76 @@ func (m *cpuMonitor) run() {
 			return
 		case <-tick.C:
 		}
-		var cpu time.Duration
-		var at time.Time
-		if cpu, at, err = m.sampler.CPUTime(); err == nil {
-			m.observe(cpu-last, at.Sub(lastAt), runtime.GOMAXPROCS(0))
-			last, lastAt = cpu, at
+		var cur CPUSample
+		if cur, err = m.sampler.Sample(); err == nil {
+			m.observe(cur.Used-last.Used, cur.At.Sub(last.At), runtime.GOMAXPROCS(0), cur.Wait)
+			last = cur
 		}
 	}
-	m.overloaded.Store(false)
-	m.log.Warn("not shedding calls on CPU use: cannot read the process's CPU time", "err", err)
+	m.use.over.Store(false)
+	m.wait.over.Store(false)
+	m.log.Warn("not shedding calls on CPU: cannot sample the process's CPU", "err", err)
 }
 
-// observe folds one sample — cpu used over wall time on procs cores —
-// into the average and moves the overload state across its marks.
-func (m *cpuMonitor) observe(cpu, wall time.Duration, procs int) {
+// observe folds one sample — used CPU over wall time on procs cores, and
+// the goroutines' wait — into the signals, and logs a change of state.
+func (m *cpuMonitor) observe(used, wall time.Duration, procs int, wait time.Duration) {
 	if wall <= 0 || procs < 1 {
 		return
 	}
-	sample := min(max(float64(cpu)/(float64(wall)*float64(procs)), 0), 1)
-	util := m.utilization()*(1-cpuSmoothing) + sample*cpuSmoothing
-	m.util.Store(math.Float64bits(util))
-	switch {
-	case util >= m.high && !m.overloaded.Load():
-		m.overloaded.Store(true)
-		m.log.Warn("overloaded: refusing new calls", "cpu", percent(util), "cores", procs, "high_water", percent(m.high), "low_water", percent(m.low))
-	case util <= m.low && m.overloaded.Load():
-		m.overloaded.Store(false)
-		m.log.Info("no longer overloaded: accepting calls", "cpu", percent(util), "cores", procs)
+	was := m.overloaded()
+	m.use.observe(min(max(float64(used)/(float64(wall)*float64(procs)), 0), 1))
+	m.wait.observe(wait.Seconds())
+	switch now := m.overloaded(); {
+	case now && !was:
+		m.log.Warn("refusing new calls: "+m.reason(), "cores", procs)
+	case was && !now:
+		m.log.Info("no longer overloaded: accepting calls", "cpu", percent(m.use.average()), "wait", m.waitAverage())
 	}
 }
 
-// utilization is the moving average of CPU use, 0–1 of GOMAXPROCS cores.
-func (m *cpuMonitor) utilization() float64 { return math.Float64frombits(m.util.Load()) }
+// overloaded says whether either signal is over its mark.
+func (m *cpuMonitor) overloaded() bool { return m.use.over.Load() || m.wait.over.Load() }
+
+// waitAverage is the wait signal's average, rounded for people.
+func (m *cpuMonitor) waitAverage() time.Duration {
+	return time.Duration(m.wait.average() * float64(time.Second)).Round(10 * time.Microsecond)
+}
+
+// reason says which signals are over, for refused clients, /readyz and the
+// log: "overloaded: CPU at 93% of 2 cores, past the limit of 85%".
+func (m *cpuMonitor) reason() string {
+	var parts []string
+	if m.use.over.Load() {
+		parts = append(parts, fmt.Sprintf("CPU at %s of %d cores, past the limit of %s",
+			percent(m.use.average()), runtime.GOMAXPROCS(0), percent(m.use.high)))
+	}
+	if m.wait.over.Load() {
+		parts = append(parts, fmt.Sprintf("calls wait %v for a core (90th percentile), past the limit of %v",
+			m.waitAverage(), seconds(m.wait.high)))
+	}
+	return "overloaded: " + strings.Join(parts, "; ")
+}
+
+// recovery says when an overloaded server takes calls again.
+func (m *cpuMonitor) recovery() string {
+	var parts []string
+	if m.use.over.Load() {
+		parts = append(parts, percent(m.use.low)+" CPU")
+	}
+	if m.wait.over.Load() {
+		parts = append(parts, fmt.Sprintf("a %v wait", seconds(m.wait.low)))
+	}
+	return "ready again at " + strings.Join(parts, " and ")
+}
+
+// shedReason is the voxhost_calls_shed_total reason of a call refused now.
+func (m *cpuMonitor) shedReason() string {
+	if m.use.over.Load() {
+		return shedCPU
+	}
+	return shedCPUWait
+}
 
 // close stops the sampling and waits for it to end.
 func (m *cpuMonitor) close() {
@@ -113,3 +246,6 @@ func (m *cpuMonitor) close() {
 
 // percent shows a share as people read it in logs and refusals: "93%".
 func percent(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
+
+// seconds shows a wait mark, kept in seconds, as a duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -17,31 +17,33 @@ import (
 	"github.com/voxhost/voxhost/host/server"
 )
 
-// fakeCPU is a CPUSampler whose process uses a set share of its cores, so
-// that a test can overload a server without burning CPU, which on a
-// shared machine would be neither reliable nor polite.
+// fakeCPU is a CPUSampler whose process uses a set share of its cores and
+// whose goroutines wait a set time for one, so that a test can overload a
+// server without burning CPU, which on a shared machine would be neither
+// reliable nor polite. Each sample carries its own time, so the averages
+// the server keeps are exact.
 type fakeCPU struct {
 	mu    sync.Mutex
 	share float64
-	total time.Duration
-	at    time.Time
+	wait  time.Duration
+	last  server.CPUSample
 }
 
-func (f *fakeCPU) CPUTime() (time.Duration, time.Time, error) {
+func (f *fakeCPU) Sample() (server.CPUSample, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	if !f.at.IsZero() {
-		f.total += time.Duration(f.share * float64(now.Sub(f.at)) * float64(runtime.GOMAXPROCS(0)))
+	if !f.last.At.IsZero() {
+		f.last.Used += time.Duration(f.share * float64(now.Sub(f.last.At)) * float64(runtime.GOMAXPROCS(0)))
 	}
-	f.at = now
-	return f.total, now, nil
+	f.last.At, f.last.Wait = now, f.wait
+	return f.last, nil
 }
 
-func (f *fakeCPU) set(share float64) {
+func (f *fakeCPU) set(share float64, wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.share = share
+	f.share, f.wait = share, wait
 }
 
 // gauge reads a series without labels from /metrics.
@@ -89,12 +91,14 @@ func echoes(t *testing.T, c *websocket.Conn, k int) {
 
 // TestCPUOverloadShedsNewCallsAndRecovers drives the CPU reading past the
 // high-water mark and back, through a band between the marks where
-// nothing may change. It asserts states, not times: how soon the moving
-// average crosses a mark depends on how the machine schedules the sampler.
+// nothing may change, then does the same with the goroutines' wait for a
+// core. It asserts states, not times: how soon a moving average crosses a
+// mark depends on how the machine schedules the sampler.
 func TestCPUOverloadShedsNewCallsAndRecovers(t *testing.T) {
 	cpu := &fakeCPU{share: 0.2}
 	h := newHost(t, map[string]string{"main": "passthrough"}, func(o *server.Options) {
 		o.CPUHighWater, o.CPULowWater = 0.8, 0.5
+		o.CPUWaitHighWater = 10 * time.Millisecond
 		o.CPUSampler, o.CPUSampleInterval = cpu, 5*time.Millisecond
 	})
 	waitFor(t, func() bool { return gauge(t, h, "voxhost_cpu_utilization") > 0.15 })
@@ -104,9 +108,9 @@ func TestCPUOverloadShedsNewCallsAndRecovers(t *testing.T) {
 	assertMetric(t, h, "voxhost_overloaded 0")
 	assertMetric(t, h, `voxhost_calls_shed_total{reason="cpu"} 0`)
 
-	cpu.set(1)
+	cpu.set(1, 0)
 	waitFor(t, func() bool { return get(t, h, "/readyz") == http.StatusServiceUnavailable })
-	if _, body := fetch(t, h, "/readyz"); !strings.Contains(body, "overloaded: CPU at") || !strings.Contains(body, "ready again at 50%") {
+	if _, body := fetch(t, h, "/readyz"); !strings.Contains(body, "overloaded: CPU at") || !strings.Contains(body, "(ready again at 50% CPU)") {
 		t.Fatalf("readyz while overloaded: %q", body)
 	}
 	for _, path := range []string{"/ws", "/twilio"} {
@@ -122,13 +126,13 @@ func TestCPUOverloadShedsNewCallsAndRecovers(t *testing.T) {
 	echoes(t, running, 2) // the call it had goes on
 
 	// Between the marks the server stays overloaded: hysteresis.
-	cpu.set(0.65)
+	cpu.set(0.65, 0)
 	waitFor(t, func() bool { v := gauge(t, h, "voxhost_cpu_utilization"); return v > 0.6 && v < 0.7 })
 	if code, _, _ := refusal(t, h.url+"/ws"); code != http.StatusServiceUnavailable {
 		t.Fatalf("between the marks: %d, want still 503", code)
 	}
 
-	cpu.set(0.3)
+	cpu.set(0.3, 0)
 	waitFor(t, func() bool { return get(t, h, "/readyz") == http.StatusOK })
 	c := dial(t, h.url+"/ws")
 	defer c.CloseNow()
@@ -136,6 +140,22 @@ func TestCPUOverloadShedsNewCallsAndRecovers(t *testing.T) {
 	assertMetric(t, h, "voxhost_overloaded 0")
 	assertMetric(t, h, "voxhost_ready 1")
 	assertMetric(t, h, `voxhost_calls_shed_total{reason="cpu"} 3`)
+
+	// A process that uses little CPU because it gets little: its
+	// goroutines wait.
+	cpu.set(0.3, 40*time.Millisecond)
+	waitFor(t, func() bool { return get(t, h, "/readyz") == http.StatusServiceUnavailable })
+	if _, body := fetch(t, h, "/readyz"); !strings.Contains(body, "for a core (90th percentile), past the limit of 10ms (ready again at a 2ms wait)") {
+		t.Fatalf("readyz while goroutines wait: %q", body)
+	}
+	if code, _, body := refusal(t, h.url+"/ws"); code != http.StatusServiceUnavailable || !strings.Contains(body, "calls wait") {
+		t.Fatalf("a call while goroutines wait: %d %q", code, body)
+	}
+	assertMetric(t, h, `voxhost_calls_shed_total{reason="cpu_wait"} 1`)
+	echoes(t, c, 4)
+	cpu.set(0.3, 0)
+	waitFor(t, func() bool { return get(t, h, "/readyz") == http.StatusOK })
+	assertMetric(t, h, "voxhost_overloaded 0")
 }
 
 func TestCPUSheddingIsOffByDefault(t *testing.T) {
@@ -146,17 +166,62 @@ func TestCPUSheddingIsOffByDefault(t *testing.T) {
 }
 
 func TestProcessCPUCounts(t *testing.T) {
-	before, _, err := server.ProcessCPU().CPUTime()
+	sampler := server.ProcessCPU()
+	before, err := sampler.Sample()
 	if err != nil {
 		t.Skipf("no CPU time here: %v", err)
 	}
 	for x, deadline := 0, time.Now().Add(20*time.Millisecond); time.Now().Before(deadline); x++ {
 		_ = x * x
 	}
-	after, _, err := server.ProcessCPU().CPUTime()
-	if err != nil || after <= before {
-		t.Fatalf("CPU time %v then %v (%v): it must grow while the process computes", before, after, err)
+	after, err := sampler.Sample()
+	if err != nil || after.Used <= before.Used || !after.At.After(before.At) {
+		t.Fatalf("samples %+v then %+v (%v): the CPU used must grow while the process computes", before, after, err)
 	}
+}
+
+// TestProcessCPUSeesWaiting starves a goroutine: one core for the Go
+// scheduler, three goroutines spinning on it, and one that wakes every
+// millisecond and must wait for the spinners to be preempted. The sampler
+// must see the wait. A loaded machine only makes it longer.
+func TestProcessCPUSeesWaiting(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	sampler := server.ProcessCPU()
+	if _, err := sampler.Sample(); err != nil {
+		t.Skipf("no CPU samples here: %v", err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for x := 0; ; x++ {
+				if x%1024 == 0 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	s, err := sampler.Sample()
+	close(stop)
+	wg.Wait()
+	if err != nil || s.Wait < time.Millisecond {
+		t.Fatalf("with three goroutines spinning on one core, the sampler saw a wait of %v (%v)", s.Wait, err)
+	}
+	t.Logf("90th percentile wait for a core: %v", s.Wait)
 }
 
 func TestBadCPUMarksAreRefused(t *testing.T) {
@@ -165,6 +230,12 @@ func TestBadCPUMarksAreRefused(t *testing.T) {
 		_, err := server.New(context.Background(), server.Options{Runtime: rt, CPUHighWater: marks[0], CPULowWater: marks[1]})
 		if err == nil || !strings.Contains(err.Error(), "CPU marks") {
 			t.Errorf("marks %v: %v", marks, err)
+		}
+	}
+	for _, marks := range [][2]time.Duration{{time.Millisecond, time.Millisecond}, {-time.Millisecond, 0}} {
+		_, err := server.New(context.Background(), server.Options{Runtime: rt, CPUWaitHighWater: marks[0], CPUWaitLowWater: marks[1]})
+		if err == nil || !strings.Contains(err.Error(), "CPU wait marks") {
+			t.Errorf("wait marks %v: %v", marks, err)
 		}
 	}
 }

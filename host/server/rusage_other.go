@@ -8,9 +8,7 @@ import (
 	"time"
 )
 
-// rusage has no getrusage to call here.
-type rusage struct{}
-
-func (rusage) CPUTime() (time.Duration, time.Time, error) {
-	return 0, time.Time{}, errors.New("no getrusage on " + runtime.GOOS)
+// rusageCPU has no getrusage to call here.
+func rusageCPU() (time.Duration, error) {
+	return 0, errors.New("no getrusage on " + runtime.GOOS)
 }

@@ -7,11 +7,10 @@ import (
 	"time"
 )
 
-// rusage reads the process's CPU time with getrusage(RUSAGE_SELF).
-type rusage struct{}
-
-func (rusage) CPUTime() (time.Duration, time.Time, error) {
+// rusageCPU is the process's CPU time: getrusage(RUSAGE_SELF), one
+// system call and no allocation.
+func rusageCPU() (time.Duration, error) {
 	var ru syscall.Rusage
 	err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), time.Now(), err
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
 }

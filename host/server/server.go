@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -58,7 +57,7 @@ type Options struct {
 	Logger *slog.Logger
 
 	// CPUHighWater is the share of the process's cores (GOMAXPROCS), from
-	// 0 to 1, that its CPU use, averaged over about half a second, may
+	// 0 to 1, that its CPU use, averaged over about 150 ms, may
 	// reach before the server counts as overloaded: new calls are refused
 	// with HTTP 503 before the upgrade and /readyz turns false until the
 	// average falls to CPULowWater. Calls already running go on: each one
@@ -74,9 +73,21 @@ type Options struct {
 	// takes calls again; 0 means 0.15 below CPUHighWater, but not below
 	// half of it.
 	CPULowWater float64
-	// CPUSampler reads the process's CPU time; nil means ProcessCPU().
+	// CPUWaitHighWater is how long goroutines that became runnable may
+	// wait for a core (the 90th percentile, averaged as CPU use is) before
+	// the server counts as overloaded, as with CPUHighWater. It sees what
+	// CPU use cannot: a process that gets fewer cores than GOMAXPROCS
+	// because other processes have them (a node without CPU limits, a
+	// shared machine). 0 turns it off, the default here for the reason
+	// CPUHighWater's is; voxhost serve turns it on
+	// (limits.cpu_wait_high_water).
+	CPUWaitHighWater time.Duration
+	// CPUWaitLowWater is the wait at or below which an overloaded server
+	// takes calls again; 0 means a fifth of CPUWaitHighWater.
+	CPUWaitLowWater time.Duration
+	// CPUSampler samples the process's CPU; nil means ProcessCPU().
 	CPUSampler CPUSampler
-	// CPUSampleInterval is how often the CPU time is read; 0 means
+	// CPUSampleInterval is how often the CPU is sampled; 0 means
 	// DefaultCPUSampleInterval.
 	CPUSampleInterval time.Duration
 
@@ -122,7 +133,7 @@ type Server struct {
 	full      atomic.Bool
 	pipelines atomic.Pointer[pipelineSet]
 	nextID    atomic.Uint64
-	// cpu is nil when CPU shedding is off.
+	// cpu is nil when overload shedding is off.
 	cpu *cpuMonitor
 	// setups bounds the call set-ups that run at once.
 	setups *setupGate
@@ -156,8 +167,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.CPUHighWater < 0 || opts.CPUHighWater > 1 || opts.CPULowWater < 0 || opts.CPUHighWater > 0 && opts.CPULowWater >= opts.CPUHighWater {
 		return nil, fmt.Errorf("server: CPU marks must satisfy 0 <= low (%g) < high (%g) <= 1", opts.CPULowWater, opts.CPUHighWater)
 	}
+	if opts.CPUWaitHighWater < 0 || opts.CPUWaitLowWater < 0 || opts.CPUWaitHighWater > 0 && opts.CPUWaitLowWater >= opts.CPUWaitHighWater {
+		return nil, fmt.Errorf("server: CPU wait marks must satisfy 0 <= low (%v) < high (%v)", opts.CPUWaitLowWater, opts.CPUWaitHighWater)
+	}
 	setDefault(&opts.CPULowWater, max(opts.CPUHighWater-0.15, opts.CPUHighWater/2))
-	setDefault(&opts.CPUSampler, ProcessCPU())
+	setDefault(&opts.CPUWaitLowWater, opts.CPUWaitHighWater/5)
+	if opts.CPUSampler == nil {
+		opts.CPUSampler = ProcessCPU()
+	}
 	setDefault(&opts.CPUSampleInterval, DefaultCPUSampleInterval)
 	setDefault(&opts.SetupWait, DefaultSetupWait)
 	if opts.MaxSetups < 0 || opts.SetupWait < 0 {
@@ -187,7 +204,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 		return 1
 	}), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "voxhost_overloaded", Help: "1 while new calls are refused because the process's CPU use passed cpu_high_water_percent.",
+		Name: "voxhost_overloaded", Help: "1 while new calls are refused because the process's CPU use or its goroutines' wait for a core passed its mark.",
 	}, func() float64 {
 		if s.overloaded() {
 			return 1
@@ -195,13 +212,19 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return 0
 	}))
 	s.metrics.capacity.Set(float64(opts.MaxCalls))
-	if opts.CPUHighWater > 0 {
-		s.cpu = newCPUMonitor(opts.CPUSampler, opts.CPUSampleInterval, opts.CPUHighWater, opts.CPULowWater, s.log)
+	if opts.CPUHighWater > 0 || opts.CPUWaitHighWater > 0 {
+		m := newCPUMonitor(opts.CPUSampler, opts.CPUSampleInterval, s.log)
+		m.use.high, m.use.low = opts.CPUHighWater, opts.CPULowWater
+		m.wait.high, m.wait.low = opts.CPUWaitHighWater.Seconds(), opts.CPUWaitLowWater.Seconds()
+		s.cpu = m
 		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "voxhost_cpu_utilization",
-			Help: "The process's CPU use as a share of its GOMAXPROCS cores (0-1), averaged over about half a second: what overload shedding compares with its marks.",
-		}, s.cpu.utilization))
-		go s.cpu.run()
+			Help: "The process's CPU use as a share of its GOMAXPROCS cores (0-1), averaged over about 150 ms: what overload shedding compares with cpu_high_water_percent.",
+		}, m.use.average), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "voxhost_cpu_wait_seconds",
+			Help: "How long goroutines that became runnable waited for a core (90th percentile), averaged over about 150 ms: what overload shedding compares with cpu_wait_high_water.",
+		}, m.wait.average))
+		go m.run()
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))
@@ -295,7 +318,7 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	case s.atCapacity():
 		http.Error(w, fmt.Sprintf("at capacity: %d active calls (ready again at %d)", s.active.Load(), s.opts.ReadyLowWater), http.StatusServiceUnavailable)
 	case s.overloaded():
-		http.Error(w, s.overloadReason()+fmt.Sprintf(" (ready again at %s)", percent(s.opts.CPULowWater)), http.StatusServiceUnavailable)
+		http.Error(w, s.cpu.reason()+" ("+s.cpu.recovery()+")", http.StatusServiceUnavailable)
 	default:
 		fmt.Fprintln(w, "ready")
 	}
@@ -313,13 +336,8 @@ func (s *Server) atCapacity() bool {
 	return s.full.Load()
 }
 
-// overloaded says whether the process's CPU use is past its marks.
-func (s *Server) overloaded() bool { return s.cpu != nil && s.cpu.overloaded.Load() }
-
-// overloadReason is what a refused client and /readyz are told.
-func (s *Server) overloadReason() string {
-	return fmt.Sprintf("overloaded: CPU at %s of %d cores, past the limit of %s", percent(s.cpu.utilization()), runtime.GOMAXPROCS(0), percent(s.opts.CPUHighWater))
-}
+// overloaded says whether the process's CPU is past its marks.
+func (s *Server) overloaded() bool { return s.cpu != nil && s.cpu.overloaded() }
 
 // reject refuses a connection before the upgrade, with a reason for the
 // client and a count for the operator.
@@ -399,8 +417,8 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			case "draining":
 				msg = "draining: the server is shutting down"
 			case "overloaded":
-				msg, retry = s.overloadReason()+"; try another host", overloadRetryAfter
-				s.metrics.shed.WithLabelValues(shedCPU).Inc()
+				msg, retry = s.cpu.reason()+"; try another host", overloadRetryAfter
+				s.metrics.shed.WithLabelValues(s.cpu.shedReason()).Inc()
 			}
 			w.Header().Set("Retry-After", retry)
 			s.reject(w, http.StatusServiceUnavailable, why, msg)
@@ -516,7 +534,7 @@ wait:
 	return DrainResult{Finished: max(atStart-len(remaining), 0), Cut: len(remaining)}
 }
 
-// Close stops the server's background work (the CPU sampler). Serve
+// Close stops the server's background work (the CPU sampling). Serve
 // closes the server when it returns; a program that mounts Handler on
 // its own mux calls Close after Drain.
 func (s *Server) Close() {
