@@ -145,7 +145,8 @@ type Host struct {
 
 // New loads every pipeline's plugins and makes the server.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, error) {
-	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: cfg.CacheDir, MemoryLimitPages: cfg.MemoryLimitPages, Logger: logger})
+	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: cfg.CacheDir, MemoryLimitPages: cfg.MemoryLimitPages, Logger: logger,
+		Limits: cfg.PluginLimits.Module, CompileTimeout: cfg.PluginLimits.CompileTimeout, InitBudget: cfg.PluginLimits.InitBudget})
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +251,7 @@ func restartOnly(old, cur config.Config) []string {
 		{"cache_dir", old.CacheDir, cur.CacheDir},
 		{"log_level", old.LogLevel, cur.LogLevel},
 		{"memory_limit_pages", old.MemoryLimitPages, cur.MemoryLimitPages},
+		{"plugin_limits", old.PluginLimits, cur.PluginLimits},
 		{"limits", old.Limits, cur.Limits},
 		{"auth", old.ResolvedTokens(), cur.ResolvedTokens()},
 		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens()}, []any{cur.Admin.Listen, cur.ResolvedAdminTokens()}},
@@ -307,7 +309,9 @@ func (h *Host) serveAdmin(l net.Listener) (stop func()) {
 		h.log.Warn("admin API without tokens: anyone who can reach the loopback address may replace plugins", "addr", l.Addr().String())
 	}
 	hs := &http.Server{
-		Handler:           admin.NewHandler(admin.HandlerOptions{Manager: h.manager, Reload: reload, Tokens: tokens, Logger: h.log}),
+		Handler: admin.NewHandler(admin.HandlerOptions{Manager: h.manager, Reload: reload, Tokens: tokens, Logger: h.log,
+			// A larger upload could not load anyway.
+			MaxUploadBytes: int64(h.Config.PluginLimits.Module.ModuleBytes)}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Time enough for a 32 MiB upload at 300 KiB/s.
 		ReadTimeout: 2 * time.Minute,

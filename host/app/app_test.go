@@ -139,3 +139,17 @@ func TestOverridesAndRefusals(t *testing.T) {
 		t.Fatalf("unknown plugin: %v", err)
 	}
 }
+
+// TestPluginLimitsReachTheRuntime: a plugin over the configured limits is
+// refused at start-up with the limit's key.
+func TestPluginLimitsReachTheRuntime(t *testing.T) {
+	cfg := config.Default()
+	cfg.PluginLimits.Module.ModuleBytes = 100
+	if err := app.Apply(&cfg, app.Overrides{Pipeline: "gain db=-6", CacheDir: "-"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := app.New(context.Background(), cfg, quiet())
+	if err == nil || !strings.Contains(err.Error(), "over the host's limit of 100 (plugin_limits.module_bytes)") {
+		t.Fatalf("New with module_bytes 100: %v", err)
+	}
+}

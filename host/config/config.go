@@ -12,6 +12,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/preempt"
 )
 
 // Config is the whole configuration of a voxhost server.
@@ -31,6 +32,9 @@ type Config struct {
 	MemoryLimitPages uint32
 	// Limits bound what calls may use.
 	Limits Limits
+	// PluginLimits bound what a plugin module may declare, how long it
+	// may take to load, and its set-up calls.
+	PluginLimits PluginLimits
 	// Auth decides who may place calls.
 	Auth Auth
 	// Admin is the plugin and pipeline API, on a listener of its own.
@@ -99,6 +103,22 @@ type Limits struct {
 	SetupWait time.Duration
 }
 
+// PluginLimits bound what loading and setting up a plugin may cost the
+// host: every count a module declares is checked before it is compiled,
+// so that a module of a few kilobytes cannot make loading take gigabytes
+// or minutes.
+type PluginLimits struct {
+	// Module caps what a module may declare: bytes, functions, locals,
+	// code, nesting, tables, globals, segments (see preempt.Limits).
+	Module preempt.Limits
+	// CompileTimeout caps the loading of one module once a compile slot
+	// is free.
+	CompileTimeout time.Duration
+	// InitBudget caps each set-up call of a plugin instance (start
+	// function, _initialize, vox_init, vox_rate), which every call pays.
+	InitBudget time.Duration
+}
+
 // Auth holds the bearer tokens that admit a call.
 type Auth struct {
 	// Tokens are accepted as "Authorization: Bearer TOKEN" or ?token=.
@@ -148,6 +168,11 @@ func Default() Config {
 			CPUWaitHighWater: 10 * time.Millisecond,
 			SetupWait:        time.Second,
 		},
+		PluginLimits: PluginLimits{
+			Module:         preempt.DefaultLimits,
+			CompileTimeout: plugin.DefaultCompileTimeout,
+			InitBudget:     plugin.DefaultInitBudget,
+		},
 	}
 }
 
@@ -193,6 +218,9 @@ func (c *Config) Validate() error {
 		return invalid("log_level", "unknown level %q (want debug, info, warn or error)", c.LogLevel)
 	}
 	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	if err := c.PluginLimits.validate(); err != nil {
 		return err
 	}
 	for i, t := range c.Auth.Tokens {
@@ -269,6 +297,36 @@ func (l *Limits) validate() error {
 		return invalid("limits.max_concurrent_setups", "must not be negative (0 means one fewer than the cores), got %d", l.MaxConcurrentSetups)
 	case l.SetupWait <= 0:
 		return invalid("limits.setup_wait", "must be positive, got %v", l.SetupWait)
+	}
+	return nil
+}
+
+func (l *PluginLimits) validate() error {
+	m := l.Module
+	for _, v := range []struct {
+		key   string
+		value uint64
+	}{
+		{"module_bytes", uint64(m.ModuleBytes)}, {"functions", uint64(m.Functions)},
+		{"function_locals", m.FunctionLocals}, {"module_locals", m.ModuleLocals},
+		{"function_bytes", uint64(m.FunctionBytes)}, {"code_bytes", uint64(m.CodeBytes)},
+		{"nesting", uint64(m.Nesting)}, {"tables", uint64(m.Tables)}, {"table_elements", m.TableElements},
+		{"globals", uint64(m.Globals)}, {"data_segments", uint64(m.DataSegments)},
+		{"data_bytes", m.DataBytes}, {"element_entries", m.ElementEntries},
+	} {
+		// Zero would read as "no module may have any", which is never
+		// meant: a plugin needs a function and code.
+		if v.value == 0 {
+			return invalid("plugin_limits."+v.key, "must be at least 1")
+		}
+	}
+	switch {
+	case m.ModuleBytes < 8:
+		return invalid("plugin_limits.module_bytes", "must be at least 8 (a module's header), got %d", m.ModuleBytes)
+	case l.CompileTimeout <= 0:
+		return invalid("plugin_limits.compile_timeout", "must be positive, got %v", l.CompileTimeout)
+	case l.InitBudget <= 0:
+		return invalid("plugin_limits.init_budget", "must be positive, got %v", l.InitBudget)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/preempt"
 )
 
 func TestLoadExample(t *testing.T) {
@@ -35,6 +36,11 @@ func TestLoadExample(t *testing.T) {
 			CPUWaitHighWater:    10 * time.Millisecond,
 			CPUWaitLowWater:     2 * time.Millisecond,
 			SetupWait:           time.Second,
+		},
+		PluginLimits: config.PluginLimits{
+			Module:         preempt.DefaultLimits,
+			CompileTimeout: 30 * time.Second,
+			InitBudget:     50 * time.Millisecond,
 		},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
 		Origins:         []string{"example.com", "*.example.com"},
@@ -119,6 +125,18 @@ func TestPartialLimitsKeepOtherDefaults(t *testing.T) {
 	want.IdleTimeout = 90 * time.Second
 	if c.Limits != want {
 		t.Errorf("got %+v, want %+v", c.Limits, want)
+	}
+}
+
+func TestPluginLimits(t *testing.T) {
+	c, err := config.Parse("voxhost.yaml", []byte("plugin_limits:\n  tables: 2\n  table_elements: 100\n  init_budget: 20ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default().PluginLimits
+	want.Module.Tables, want.Module.TableElements, want.InitBudget = 2, 100, 20*time.Millisecond
+	if c.PluginLimits != want {
+		t.Errorf("got %+v, want %+v", c.PluginLimits, want)
 	}
 }
 

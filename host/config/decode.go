@@ -86,6 +86,23 @@ func configFields(c *Config) map[string]field {
 			"max_concurrent_setups":  integer(&c.Limits.MaxConcurrentSetups),
 			"setup_wait":             duration(&c.Limits.SetupWait),
 		}),
+		"plugin_limits": mapping(map[string]field{
+			"module_bytes":    integer(&c.PluginLimits.Module.ModuleBytes),
+			"functions":       integer(&c.PluginLimits.Module.Functions),
+			"function_locals": integer(&c.PluginLimits.Module.FunctionLocals),
+			"module_locals":   integer(&c.PluginLimits.Module.ModuleLocals),
+			"function_bytes":  integer(&c.PluginLimits.Module.FunctionBytes),
+			"code_bytes":      integer(&c.PluginLimits.Module.CodeBytes),
+			"nesting":         integer(&c.PluginLimits.Module.Nesting),
+			"tables":          integer(&c.PluginLimits.Module.Tables),
+			"table_elements":  integer(&c.PluginLimits.Module.TableElements),
+			"globals":         integer(&c.PluginLimits.Module.Globals),
+			"data_segments":   integer(&c.PluginLimits.Module.DataSegments),
+			"data_bytes":      integer(&c.PluginLimits.Module.DataBytes),
+			"element_entries": integer(&c.PluginLimits.Module.ElementEntries),
+			"compile_timeout": duration(&c.PluginLimits.CompileTimeout),
+			"init_budget":     duration(&c.PluginLimits.InitBudget),
+		}),
 		"auth": mapping(map[string]field{
 			"tokens":     strs(&c.Auth.Tokens),
 			"tokens_env": str(&c.Auth.TokensEnv),
@@ -316,7 +333,7 @@ func strs(dst *[]string) field {
 	}
 }
 
-func integer[T int | uint32](dst *T) field {
+func integer[T int | uint32 | uint64](dst *T) field {
 	return func(_ *decoder, n ast.Node, _ string) error {
 		in, ok := n.(*ast.IntegerNode)
 		if !ok {
@@ -328,7 +345,8 @@ func integer[T int | uint32](dst *T) field {
 		if u, isUint := in.Value.(uint64); isUint {
 			i, ok = int64(u), u <= math.MaxInt64
 		}
-		if !ok || int64(T(i)) != i {
+		// A negative value converts back to itself through uint64.
+		if !ok || int64(T(i)) != i || i < 0 && T(i) > 0 {
 			return fmt.Errorf("%s is out of range", in.GetToken().Value)
 		}
 		*dst = T(i)
