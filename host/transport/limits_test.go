@@ -153,7 +153,7 @@ func TestCheckID(t *testing.T) {
 	}
 	for id, want := range map[string]string{
 		strings.Repeat("z", transport.MaxIDBytes+1): "call_id of 65 bytes is longer than 64",
-		"a b":  `call_id has ' ' at byte 1; ids are ASCII letters, digits and - _ . :`,
+		"a b":   `call_id has ' ' at byte 1; ids are ASCII letters, digits and - _ . :`,
 		"x\x1b": `call_id has '\x1b' at byte 1; ids are ASCII letters, digits and - _ . :`,
 	} {
 		if err := transport.CheckID("call_id", id); err == nil || err.Error() != want {
