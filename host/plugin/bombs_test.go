@@ -136,3 +136,36 @@ func TestLoadingHasADeadlineAndACancel(t *testing.T) {
 		t.Fatalf("Load error = %v, want the cancellation", err)
 	}
 }
+
+// TestClosedInstanceReleasesItsStack: a recursion that overflows grows the
+// call stack of vox_process's handle to tens of megabytes; closing the
+// instance, as the pipeline does when it bypasses a faulted stage, must
+// release it even while the instance itself is still referenced.
+func TestClosedInstanceReleasesItsStack(t *testing.T) {
+	p := load(t, newRuntime(t), "recursion")
+	in, err := p.Instantiate(context.Background(), plugin.InstanceConfig{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before := heap()
+	if _, err := in.Process(160); err == nil {
+		t.Fatal("the recursion did not trap")
+	}
+	grown := heap()
+	in.Close(context.Background())
+	after := heap()
+	t.Logf("heap in use %d MiB before the recursion, %d MiB after it, %d MiB once the instance is closed", before>>20, grown>>20, after>>20)
+	if grown < before+8<<20 {
+		t.Fatalf("the recursion grew the heap by only %d KiB: the test does not see the stack", (grown-before)>>10)
+	}
+	if after > before+4<<20 {
+		t.Fatalf("%d MiB still in use after Close", (after-before)>>20)
+	}
+	runtime.KeepAlive(in)
+}

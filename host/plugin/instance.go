@@ -414,7 +414,10 @@ func (in *Instance) Close(ctx context.Context) error {
 	in.stdout.flush()
 	in.stderr.flush()
 	err := in.mod.Close(ctx)
-	in.mod, in.view = nil, nil
+	// The function handles hold the call stacks wazero grew for them (a
+	// deep recursion: tens of megabytes); an instance closed while its
+	// call goes on, as a bypassed stage is, must not keep them.
+	in.mod, in.view, in.mem, in.process, in.event = nil, nil, nil, nil, nil
 	in.plugin.rt.live.Add(-1)
 	return err
 }
@@ -429,4 +432,10 @@ func (in *Instance) Reserve(capacity int) error {
 }
 
 // MemoryPages is the size of the instance's linear memory, in 64 KiB pages.
-func (in *Instance) MemoryPages() uint32 { return in.mem.Size() / 65536 }
+// It is 0 once the instance is closed.
+func (in *Instance) MemoryPages() uint32 {
+	if in.mem == nil {
+		return 0
+	}
+	return in.mem.Size() / 65536
+}
