@@ -140,6 +140,16 @@ func TestPluginLimits(t *testing.T) {
 	}
 }
 
+func TestBlockScalarIsAString(t *testing.T) {
+	c, err := config.Parse("voxhost.yaml", []byte("listen: |-\n  127.0.0.1:9000\nlog_level: >-\n  warn\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9000" || c.LogLevel != "warn" {
+		t.Fatalf("listen %q, log_level %q", c.Listen, c.LogLevel)
+	}
+}
+
 func TestSinglePipelineIsDefault(t *testing.T) {
 	c, err := config.Parse("voxhost.yaml", []byte("pipelines:\n  only:\n    - plugin: passthrough\n"))
 	if err != nil {

@@ -305,6 +305,10 @@ func stageList(dst *[]pipeline.StageSpec) field {
 
 func str(dst *string) field {
 	return func(_ *decoder, n ast.Node, _ string) error {
+		if lit, ok := n.(*ast.LiteralNode); ok && lit.Value != nil {
+			// A block scalar (| or >) is a string too.
+			n = lit.Value
+		}
 		s, ok := n.(*ast.StringNode)
 		if !ok {
 			if t, ok := text(n); ok {
