@@ -180,10 +180,12 @@ func TestProcessCPUCounts(t *testing.T) {
 	}
 }
 
-// TestProcessCPUSeesWaiting starves a goroutine: one core for the Go
-// scheduler, three goroutines spinning on it, and one that wakes every
-// millisecond and must wait for the spinners to be preempted. The sampler
-// must see the wait. A loaded machine only makes it longer.
+// TestProcessCPUSeesWaiting starves goroutines: one core for the Go
+// scheduler and three goroutines on it that each compute for 2 ms and then
+// yield, so that each waits about 4 ms for the other two before it runs
+// again. The sampler must see the wait. A loaded machine only makes it
+// longer. (Yielding, rather than relying on preemption, makes the
+// switches many and certain: the scheduler records only one in eight.)
 func TestProcessCPUSeesWaiting(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	sampler := server.ProcessCPU()
@@ -196,25 +198,20 @@ func TestProcessCPUSeesWaiting(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for x := 0; ; x++ {
-				if x%1024 == 0 {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+			for slice := time.Now(); ; {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if time.Since(slice) > 2*time.Millisecond {
+					runtime.Gosched()
+					slice = time.Now()
 				}
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	s, err := sampler.Sample()
 	close(stop)
 	wg.Wait()
