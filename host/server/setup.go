@@ -8,8 +8,8 @@ import (
 )
 
 // DefaultSetupWait is how long a new call may wait for a set-up slot
-// before it is refused. A set-up of the stock plugins takes about a
-// millisecond, so a queue a second long means hundreds of calls arriving
+// before it is refused. The default pipeline sets up in about half a
+// millisecond, so a queue a second long means thousands of calls arriving
 // at once or plugins that are slow to start: either way this host is the
 // wrong place for more.
 const DefaultSetupWait = time.Second
