@@ -95,7 +95,7 @@ const DefaultCPUSampleInterval = 100 * time.Millisecond
 // one or two samples after the load does. Calls arrive faster than that:
 // with 0.2 (450 ms), ten calls that each want 0.8 of a core, arriving
 // 200 ms apart on two cores, got five in before the first was refused;
-// with 0.5, three, which is what an 85% mark allows (RATIONALE.md,
+// with 0.5, three or four, where an 85% mark allows three (RATIONALE.md,
 // "Overload"). One sample alone would trip on noise: a garbage collection
 // cycle or a stray slow wake-up in a sample with few of them.
 const cpuSmoothing = 0.5
