@@ -725,3 +725,30 @@ func TestProfilesNeedTheAdminToken(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowLoadHoldsUpNoOtherChange: loading a module (compiling it and
+// running its trial set-up) holds no lock that other uploads need, so a
+// module whose vox_init takes a second does not hold up the upload of
+// another plugin made meanwhile.
+func TestSlowLoadHoldsUpNoOtherChange(t *testing.T) {
+	h := startHost(t, "plugin_limits:\n  init_budget: 10s\n")
+	slowDone := make(chan time.Time, 1)
+	go func() {
+		status, body := h.admin("PUT", "/plugins/slow", token, wasm(t, "slow_init"))
+		if status != http.StatusCreated {
+			t.Errorf("PUT /plugins/slow: %d %v", status, body)
+		}
+		slowDone <- time.Now()
+	}()
+	time.Sleep(200 * time.Millisecond) // the slow module is loading
+	status, body := h.admin("PUT", "/plugins/quick", token, wasm(t, "halve"))
+	quickDone := time.Now()
+	if status != http.StatusCreated {
+		t.Fatalf("PUT /plugins/quick: %d %v", status, body)
+	}
+	slow := <-slowDone
+	if !quickDone.Before(slow) {
+		t.Fatalf("the quick upload finished %v after the slow one: it waited for it", quickDone.Sub(slow))
+	}
+	t.Logf("the quick upload finished %v before the slow one", slow.Sub(quickDone))
+}
