@@ -87,7 +87,11 @@ type Limits struct {
 	// wait for a core (90th percentile, averaged over about 150 ms)
 	// before the server counts as overloaded, as with CPUHighWaterPercent.
 	// It sees what CPU use cannot: a process starved by other processes,
-	// which then uses less CPU than its mark. 0 turns it off.
+	// which then uses less CPU than its mark. 0 turns it off, and is the
+	// default, because a burst of new calls makes goroutines wait too (100
+	// calls dialling at once took the 90th percentile to 12–19 ms) and
+	// would be refused in part; where the host shares its cores (a node
+	// without CPU limits), 10ms, half a frame, is a start.
 	CPUWaitHighWater time.Duration
 	// CPUWaitLowWater is the wait at or below which an overloaded server
 	// takes calls again; 0 means a fifth of the high-water mark.
@@ -161,12 +165,10 @@ func Default() Config {
 			MaxFrameMs:      100,
 			IdleTimeout:     10 * time.Second,
 			DrainTimeout:    30 * time.Second,
-			// Past ~85% of the cores, queueing makes frames late in bursts
-			// (RATIONALE.md, "Overload").
+			// 85% leaves room for a garbage collection cycle, which takes
+			// a quarter of the cores while it marks.
 			CPUHighWaterPercent: DefaultCPUHighWaterPercent,
-			// Half a frame: frames are about to be late.
-			CPUWaitHighWater: 10 * time.Millisecond,
-			SetupWait:        time.Second,
+			SetupWait:           2 * time.Second,
 		},
 		PluginLimits: PluginLimits{
 			Module:         preempt.DefaultLimits,

@@ -35,7 +35,7 @@ func TestLoadExample(t *testing.T) {
 			CPULowWaterPercent:  70,
 			CPUWaitHighWater:    10 * time.Millisecond,
 			CPUWaitLowWater:     2 * time.Millisecond,
-			SetupWait:           time.Second,
+			SetupWait:           2 * time.Second,
 		},
 		PluginLimits: config.PluginLimits{
 			Module:         preempt.DefaultLimits,
@@ -107,7 +107,7 @@ func TestDefault(t *testing.T) {
 	c := config.Default()
 	if c.Listen != ":8080" || c.LogLevel != "info" || c.MemoryLimitPages != 256 || c.Pipelines != nil ||
 		c.Limits != (config.Limits{MaxCalls: 1000, MaxMessageBytes: 65536, MaxFrameMs: 100, IdleTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second,
-			CPUHighWaterPercent: 85, CPUWaitHighWater: 10 * time.Millisecond, SetupWait: time.Second}) {
+			CPUHighWaterPercent: 85, SetupWait: 2 * time.Second}) {
 		t.Errorf("Default() = %+v", c)
 	}
 	if err := c.Validate(); err != nil {

@@ -73,7 +73,7 @@ func TestOverloadFigures(t *testing.T) {
 		tweak func(*server.Options)
 	}{
 		{"20 set-ups of ~200 ms at once, no gate", func(o *server.Options) { o.MaxSetups = 1000 }},
-		{"20 set-ups of ~200 ms at once, gate of GOMAXPROCS-1, wait 1 s", nil},
+		{"20 set-ups of ~200 ms at once, gate of GOMAXPROCS-1, wait 1 s", func(o *server.Options) { o.SetupWait = time.Second }},
 		{"20 set-ups of ~200 ms at once, gate of GOMAXPROCS-1, wait 1 min", func(o *server.Options) { o.SetupWait = time.Minute }},
 	} {
 		h := newHostOn(t, rtOpts, pipelines, tc.tweak)

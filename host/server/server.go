@@ -78,9 +78,10 @@ type Options struct {
 	// the server counts as overloaded, as with CPUHighWater. It sees what
 	// CPU use cannot: a process that gets fewer cores than GOMAXPROCS
 	// because other processes have them (a node without CPU limits, a
-	// shared machine). 0 turns it off, the default here for the reason
-	// CPUHighWater's is; voxhost serve turns it on
-	// (limits.cpu_wait_high_water).
+	// shared machine). A burst of new calls makes goroutines wait too, so
+	// it refuses part of a burst the host could have absorbed: set it
+	// where the host shares its cores. 0 turns it off, the default
+	// (limits.cpu_wait_high_water in voxhost serve's config).
 	CPUWaitHighWater time.Duration
 	// CPUWaitLowWater is the wait at or below which an overloaded server
 	// takes calls again; 0 means a fifth of CPUWaitHighWater.

@@ -149,7 +149,7 @@ func TestSetupWaitRefusesCalls(t *testing.T) {
 	<-l.begun // its set-up is under way, and stays so
 
 	code, retry, body := refusal(t, h.url+"/ws")
-	if code != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "no call set-up slot free within 50ms (1 set-ups run at a time)") {
+	if code != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "no call set-up slot free within 50ms (set-ups run 1 at a time)") {
 		t.Fatalf("raw call while the set-up slot is taken: %d, Retry-After %q, %q", code, retry, body)
 	}
 	tw := startTwilio(t, h)
