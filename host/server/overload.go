@@ -215,6 +215,9 @@ func (m *cpuMonitor) reason() string {
 		parts = append(parts, fmt.Sprintf("calls wait %v for a core (90th percentile), past the limit of %v",
 			m.waitAverage(), seconds(m.wait.high)))
 	}
+	if len(parts) == 0 {
+		return "overloaded" // the state changed as this was asked
+	}
 	return "overloaded: " + strings.Join(parts, "; ")
 }
 
@@ -226,6 +229,9 @@ func (m *cpuMonitor) recovery() string {
 	}
 	if m.wait.over.Load() {
 		parts = append(parts, fmt.Sprintf("a %v wait", seconds(m.wait.low)))
+	}
+	if len(parts) == 0 {
+		return "ready again now"
 	}
 	return "ready again at " + strings.Join(parts, " and ")
 }

@@ -115,8 +115,9 @@ const (
 	// drain starts (a configured drain_timeout of 0).
 	NoDrain time.Duration = -1
 	// overloadRetryAfter is the Retry-After of a call refused for CPU, in
-	// seconds: the moving average needs about a second to fall past the
-	// low-water mark even once load drops at once.
+	// seconds: the load that passed the mark is the running calls', and
+	// those end in their own time, so a client asking again within a
+	// second would most likely be refused again.
 	overloadRetryAfter = "2"
 )
 
