@@ -39,7 +39,7 @@ func TestLoadExample(t *testing.T) {
 		},
 		PluginLimits: config.PluginLimits{
 			Module:         preempt.DefaultLimits,
-			CompileTimeout: 30 * time.Second,
+			CompileTimeout: 2 * time.Minute,
 			InitBudget:     50 * time.Millisecond,
 		},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},

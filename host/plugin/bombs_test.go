@@ -161,11 +161,12 @@ func TestClosedInstanceReleasesItsStack(t *testing.T) {
 	in.Close(context.Background())
 	after := heap()
 	t.Logf("heap in use %d MiB before the recursion, %d MiB after it, %d MiB once the instance is closed", before>>20, grown>>20, after>>20)
-	if grown < before+8<<20 {
+	// The stack is about 10 MiB here, 5 MiB under the race detector.
+	if grown < before+2<<20 {
 		t.Fatalf("the recursion grew the heap by only %d KiB: the test does not see the stack", (grown-before)>>10)
 	}
-	if after > before+4<<20 {
-		t.Fatalf("%d MiB still in use after Close", (after-before)>>20)
+	if released := int64(grown) - int64(after); released < int64(grown-before)*3/4 {
+		t.Fatalf("Close released %d KiB of the %d KiB the recursion grew", released>>10, (grown-before)>>10)
 	}
 	runtime.KeepAlive(in)
 }
