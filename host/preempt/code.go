@@ -1,5 +1,11 @@
 package preempt
 
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
 // What follows an opcode; 0 means the opcode is not supported.
 const (
 	immBad uint8 = iota
@@ -74,13 +80,26 @@ type region struct {
 
 type frame struct {
 	loop bool
-	// wrapped: the loop is wrapped in three blocks that refill its fuel
-	// outside it (emitter.loop).
-	wrapped bool
-	region  int // the region the instructions inside the frame belong to
+	// form is how the loop was written (emitter.loop, emitter.split,
+	// emitter.counted). The two last write the loop twice: head is its
+	// "loop bt" in the input, body where the instructions after the head
+	// start in the code of the first copy.
+	form   int
+	head   []byte
+	body   int
+	region int // the region the instructions inside the frame belong to
+	// dispatch: a split dispatch loop, whose back edges have checks of
+	// weight (emitter.split).
+	dispatch bool
+	weight   int
 	// added counts the labels the instrumentation put around this frame
 	// and those enclosing it, which branches out of it must skip.
 	added uint32
+	// id names this frame, or the else part of an if, among all the
+	// frames of the function, and cond is an if's condition, when it is
+	// one a counted loop can test (walk's first pass).
+	id   int
+	cond condition
 }
 
 // scratch is reused from one function body to the next.
@@ -88,6 +107,7 @@ type scratch struct {
 	code, out []byte
 	regions   []region
 	ctrl      []frame
+	find      finder
 }
 
 // Where a function keeps its fuel.
@@ -107,9 +127,25 @@ type emitter struct {
 	from int
 	fuel int
 	// local is the fuel local (fuelLocal); a, b and n hold a bulk
-	// operation's operands.
-	local, a, b, n uint32
+	// operation's operands, t a counted loop's trip count and charge.
+	local, a, b, n, t uint32
+	// loops is what walk's first pass found out about each loop, in
+	// order, and next how many of them the second has passed.
+	loops []loopInfo
+	next  int
+	// hops are the branches back to a dispatch loop's head that need no
+	// check (finder.hop), hop how many of them the second pass has passed.
+	hops []int
+	hop  int
 }
+
+// How a loop is written.
+const (
+	inPlace = iota // with its check at its head: a loop with parameters
+	wrapped        // with its check at its head, and its tick outside (emitter.loop)
+	split          // twice: a copy that ticks in another (emitter.split)
+	counted        // twice: a copy without checks, charged on entry (emitter.counted)
+)
 
 // copyTo copies the input up to offset end.
 func (e *emitter) copyTo(end int) {
@@ -165,9 +201,10 @@ func (e *emitter) check(b []byte) ([]byte, int) {
 }
 
 // loop writes the head of the loop whose "loop bt" spans the input from
-// start to the reader's position, with its check; wrapped says the loop was
-// wrapped so that the tick is called outside it: a call inside a loop,
-// even one never made, costs the loop registers. The loop
+// start to end, with its check, and returns the offset of the check's
+// weight and the form: wrapped, so that the tick is called outside the
+// loop (a call inside a loop, even one never made, costs it registers),
+// or in place. The loop
 //
 //	loop bt ... end
 //
@@ -176,7 +213,7 @@ func (e *emitter) check(b []byte) ([]byte, int) {
 //	block bt                  ;; $done
 //	  loop                    ;; $again
 //	    block                 ;; $refill
-//	      loop bt CHECK ... end   ;; CHECK: take; br_if $refill
+//	      loop bt CHECK ... end   ;; CHECK: take; leave for $refill (emitter.leave)
 //	      br $done
 //	    end
 //	    call $tick; set the fuel
@@ -187,7 +224,7 @@ func (e *emitter) check(b []byte) ([]byte, int) {
 //
 // which only a loop without parameters allows (the stack at the head of
 // the loop is then empty).
-func (e *emitter) loop(start, end int, params bool) (at int, wrapped bool) {
+func (e *emitter) loop(start, end int, params bool) (at, form int) {
 	e.copyTo(start)
 	if e.fuel == fuelLocal || e.fuel == fuelGlobal {
 		if !params {
@@ -195,14 +232,109 @@ func (e *emitter) loop(start, end int, params bool) (at int, wrapped bool) {
 			e.code = append(append(e.code, 0x02), bt...) // block bt
 			e.code = append(e.code, 0x03, 0x40, 0x02, 0x40)
 			e.copyTo(end)
-			e.code, at = e.take(e.code)
-			e.code = append(e.code, 0x0d, 0x01) // br_if $refill
-			return at, true
+			e.code, at = e.leave(e.code, 1) // $refill
+			return at, wrapped
 		}
 	}
 	e.copyTo(end)
 	e.code, at = e.check(e.code)
-	return at, false
+	return at, inPlace
+}
+
+// split writes the head of the leaf loop l whose "loop bt" spans the
+// input from start to end, the first of two copies, and returns where the
+// copy starts in the code. A loop whose check can tick keeps the values it
+// carries in memory (emitter.loop). This copy's check never ticks: when it
+// finds the fuel empty, it leaves the loop for the second copy, which
+// continues from the same head, ticks at its first check, and runs the
+// rest of the loop. The loop
+//
+//	loop bt ... end
+//
+// becomes
+//
+//	block bt                  ;; $done
+//	  block
+//	    block                 ;; $slow
+//	      loop bt CHECK ... end   ;; CHECK: take; leave for $slow
+//	      br $done
+//	    end
+//	  end
+//	  loop                    ;; $again
+//	    block                 ;; $refill
+//	      loop bt CHECK ... end   ;; CHECK: take; leave for $refill
+//	      br $done
+//	    end
+//	    call $tick; set the fuel
+//	    br $again
+//	  end
+//	  unreachable
+//	end
+//
+// Both copies sit three labels deep and leave for the label just outside
+// them, so they are the same bytes: walk writes the first, with weights
+// the first pass measured, and unsplit copies it into the second.
+//
+// A dispatch loop (see finder.dispatching) has no check at its head but one
+// before it, and one at each back edge that may go back to an earlier
+// segment.
+func (e *emitter) split(start, end int, l *loopInfo) (body int) {
+	e.copyTo(start)
+	if l.dispatch {
+		var at int
+		e.code, at = e.check(e.code)
+		putWeight(e.code[at:], l.weight, int(e.m.refill))
+	}
+	bt := e.src[start+1 : end]
+	e.code = append(append(e.code, 0x02), bt...)    // block bt
+	e.code = append(e.code, 0x02, 0x40, 0x02, 0x40) // block; block $slow
+	body = len(e.code)
+	e.copyTo(end)
+	if !l.dispatch {
+		var at int
+		e.code, at = e.leave(e.code, 1) // $slow
+		putWeight(e.code[at:], l.weight, int(e.m.refill))
+	}
+	return body
+}
+
+// backEdge writes the check, of weight, before the branch at start that
+// goes back to the head of the dispatch loop of label d, unless it is a
+// hop to a later segment.
+func (e *emitter) backEdge(start int, d uint32, weight int) {
+	for e.hop < len(e.hops) && e.hops[e.hop] < start {
+		e.hop++
+	}
+	if e.hop < len(e.hops) && e.hops[e.hop] == start {
+		return
+	}
+	e.copyTo(start)
+	var at int
+	e.code, at = e.leave(e.code, d+1)
+	putWeight(e.code[at:], weight, int(e.m.refill))
+}
+
+// leave appends a check that leaves for the label depth when the fuel is
+// empty, and returns the offset of its weight. An if around a br rather
+// than a br_if: wazevo compares and jumps in two instructions then, where
+// a br_if to a label that takes the loop's values costs it four more.
+func (e *emitter) leave(b []byte, depth uint32) ([]byte, int) {
+	b, at := e.take(b)
+	b = appendU32(append(b, 0x04, 0x40, 0x0c), depth+1) // if; br
+	return append(b, 0x0b), at
+}
+
+// unsplit writes the rest of the split loop whose first copy starts at
+// body in the code and ends at the reader's position end.
+func (e *emitter) unsplit(body, end int) {
+	e.copyTo(end)
+	first := len(e.code)
+	b := append(e.code, 0x0c, 0x02, 0x0b, 0x0b) // br $done; end $slow; end
+	b = append(b, 0x03, 0x40, 0x02, 0x40)       // loop $again; block $refill
+	b = append(b, e.code[body:first]...)
+	b = append(b, 0x0c, 0x02, 0x0b) // br $done; end $refill
+	b = e.refill(b)
+	e.code = append(b, 0x0c, 0x00, 0x0b, 0x00, 0x0b) // br $again; end; unreachable; end
 }
 
 // unwrap writes the rest of a wrapped loop, after its end at the reader's
@@ -435,7 +567,7 @@ func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 
 	sh := m.walk(r, uint32(locals), sc, nil)
 	entry := sh.top.calls || sh.top.cost > LeafLimit
-	e := &emitter{m: m, src: r.b, code: sc.code[:0], from: codeAt}
+	e := &emitter{m: m, src: r.b, code: sc.code[:0], from: codeAt, loops: sc.find.loops, hops: sc.find.hops}
 	added := uint32(0) // locals added
 	switch {
 	case m.mode == Flag:
@@ -451,6 +583,10 @@ func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 	if sh.bulk && e.fuel != stopFlag {
 		e.a, e.b, e.n = uint32(locals)+added, uint32(locals)+added+1, uint32(locals)+added+2
 		added += 3
+	}
+	if e.fuel != stopFlag && slices.ContainsFunc(e.loops, func(l loopInfo) bool { return l.counts }) {
+		e.t = uint32(locals) + added
+		added++
 	}
 	r.pos = codeAt
 	top := m.walk(r, uint32(locals), sc, e).top
@@ -485,8 +621,16 @@ func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 // locals counts the function's parameters and locals: a local or global
 // index out of range would name what the instrumentation adds (the fuel),
 // and is an error.
+//
+// The first pass in Fuel mode also finds out about the loops (finder):
+// which are leaves, which count, which dispatch.
 func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh shape) {
 	regions, ctrl := sc.regions[:0], sc.ctrl[:0]
+	var f *finder
+	if e == nil && m.mode == Fuel {
+		f = &sc.find
+		f.reset(locals)
+	}
 	regions = append(regions, region{at: -1})
 	ctrl = append(ctrl, frame{region: 0})
 	cur, inLoop := 0, 0
@@ -495,41 +639,83 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 		op := r.byte()
 		regions[cur].cost++
 		top := ctrl[len(ctrl)-1]
+		in := instr{op: op}
 		switch imm[op] {
 		case immNone:
 			if op == 0x0f && e != nil { // return
 				e.save(start)
 			}
+			if op == 0x05 && f != nil { // else: another frame, as far as the finder knows
+				ctrl[len(ctrl)-1].id, ctrl[len(ctrl)-1].cond = f.newID(), condition{}
+			}
 		case immBlock:
 			m.blocktype(r)
-			ctrl = append(ctrl, frame{region: cur, added: top.added})
+			fr := frame{region: cur, added: top.added}
+			if f != nil {
+				fr.id = f.newID()
+				if op == 0x04 { // if
+					fr.cond = f.cond()
+				}
+			}
+			ctrl = append(ctrl, fr)
 			r.over("nesting", uint64(len(ctrl)-1), uint64(m.limits.Nesting), "levels of nested blocks")
 		case immLoop:
 			params := m.blocktype(r)
 			sh.loops = true
 			inLoop++
-			at, wrapped := -1, false
+			fr := frame{loop: true, region: len(regions), added: top.added}
+			at := -1
+			if f != nil {
+				fr.id = f.newID()
+				f.enter(len(ctrl)+1, params)
+			}
 			if e != nil {
-				at, wrapped = e.loop(start, r.pos, params)
+				var l loopInfo
+				if e.next < len(e.loops) {
+					l = e.loops[e.next]
+				}
+				e.next++
+				fr.head = e.src[start:r.pos]
+				switch { // (Flag mode finds nothing)
+				case l.counts:
+					fr.form, fr.body = counted, e.counted(start, r.pos, &l)
+					fr.added += 4
+				case l.leaf:
+					fr.form, fr.dispatch, fr.weight = split, l.dispatch, l.weight
+					fr.body = e.split(start, r.pos, &l)
+					fr.added += 3
+				default:
+					if at, fr.form = e.loop(start, r.pos, params); fr.form == wrapped {
+						fr.added += 3
+					}
+				}
 			}
 			regions = append(regions, region{at: at})
 			cur = len(regions) - 1
-			f := frame{loop: true, wrapped: wrapped, region: cur, added: top.added}
-			if wrapped {
-				f.added += 3
-			}
-			ctrl = append(ctrl, f)
+			ctrl = append(ctrl, fr)
 			r.over("nesting", uint64(len(ctrl)-1), uint64(m.limits.Nesting), "levels of nested blocks")
 		case immEnd:
 			if len(ctrl) == 1 && e != nil { // the function's end
 				e.save(start)
 			}
+			if f != nil {
+				f.ended(len(ctrl) - 1)
+				if f.active && len(ctrl) == f.depth {
+					f.leave(regions[top.region].cost)
+				}
+			}
 			ctrl = ctrl[:len(ctrl)-1]
 			if top.loop {
 				inLoop--
 			}
-			if top.wrapped && e != nil {
+			switch {
+			case e == nil:
+			case top.form == wrapped:
 				e.unwrap(r.pos)
+			case top.form == split:
+				e.unsplit(top.body, r.pos)
+			case top.form == counted:
+				regions[top.region].at = e.uncount(top.head, top.body, r.pos)
 			}
 			if len(ctrl) > 0 {
 				cur = ctrl[len(ctrl)-1].region
@@ -537,9 +723,15 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 		case immBranch:
 			at := r.pos
 			d := r.u32()
+			if f != nil && int(d) < len(ctrl) {
+				f.branch(op, start, len(ctrl)-1-int(d), ctrl)
+			}
 			if e != nil {
 				if d == uint32(len(ctrl)-1) { // to the function's end
 					e.save(start)
+				}
+				if t := len(ctrl) - 1 - int(d); t >= 0 && ctrl[t].dispatch {
+					e.backEdge(start, d, ctrl[t].weight)
 				}
 				e.label(at, r.pos, d, ctrl)
 			}
@@ -547,11 +739,33 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			out := false
 			n := r.u32()
 			labels := r.pos
-			for i := n; i > 0; i-- {
-				out = out || r.u32() == uint32(len(ctrl)-1)
+			var x uint32
+			opens := false
+			if f != nil {
+				x, opens = f.dispatching(len(ctrl))
+				f.table = f.table[:0]
 			}
-			out = out || r.u32() == uint32(len(ctrl)-1)
+			back, dispatch := uint32(0), -1           // a label to a dispatch loop, and the loop
+			for i := uint64(0); i <= uint64(n); i++ { // n labels and the default
+				d := r.u32()
+				out = out || d == uint32(len(ctrl)-1)
+				if f != nil && f.active && int(d) == len(ctrl)-f.depth {
+					f.edges += 2 // a back edge the finder does not follow
+				}
+				if opens {
+					f.table = append(f.table, d)
+				}
+				if t := len(ctrl) - 1 - int(d); e != nil && t >= 0 && ctrl[t].dispatch {
+					back, dispatch = d, t
+				}
+			}
+			if opens {
+				f.opened(x, len(ctrl))
+			}
 			if e != nil {
+				if dispatch >= 0 {
+					e.backEdge(start, back, ctrl[dispatch].weight)
+				}
 				if out {
 					e.save(start)
 				}
@@ -570,8 +784,15 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 		case immU32:
 			r.u32()
 		case immLocal:
-			if i := r.u32(); i >= locals {
+			i := r.u32()
+			if i >= locals {
 				r.fail("local %d does not exist (%d locals)", i, locals)
+			}
+			if f != nil {
+				in.local = i
+				if op != 0x20 { // local.set, local.tee
+					f.wrote(i, ctrl)
+				}
 			}
 		case immGlobal:
 			m.global(r)
@@ -618,6 +839,9 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			r.memarg()
 		case immI32:
 			r.skipLEB(5)
+			if f != nil {
+				in.value = s32(r.b[start+1 : r.pos])
+			}
 		case immI64:
 			r.skipLEB(10)
 		case immF32:
@@ -631,11 +855,17 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			case memoryCopy, memoryFill:
 				sh.bulk = true
 				regions[cur].cost += bulkCost
+				if f != nil {
+					f.ok = false
+				}
 				if e != nil && e.fuel != stopFlag {
 					e.bulk(start, r.pos, sub)
 				}
 			case 8, 12, 14, 15, 17: // memory.init, table.init/copy/grow/fill
 				sh.bulk = true
+				if f != nil {
+					f.ok = false
+				}
 				if e != nil {
 					e.charge(start)
 				}
@@ -646,13 +876,18 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			r.pos = start
 			r.fail("unsupported instruction 0x%02x (exception handling, threads, GC and typed function references are not supported)", op)
 		}
+		if f != nil {
+			f.push(in)
+		}
 	}
 	if !r.done() {
 		r.fail("junk after the end of a function body")
 	}
 	if e != nil && (e.fuel == fuelLocal || e.fuel == fuelGlobal) {
 		for _, g := range regions[1:] {
-			putWeight(e.code[g.at:], g.cost, int(e.m.refill))
+			if g.at >= 0 { // split loops have their weights already
+				putWeight(e.code[g.at:], g.cost, int(e.m.refill))
+			}
 		}
 	}
 	sc.regions, sc.ctrl = regions, ctrl
@@ -726,4 +961,638 @@ func simd(r *reader) {
 	case sub > 255:
 		r.fail("unsupported instruction 0xfd %d (relaxed SIMD is not supported)", sub)
 	}
+}
+
+// Counted loops. A loop whose trip count is known when it starts needs no
+// check inside: it is charged its count times its weight once, before it
+// starts, and runs without a check. A loop counts when
+//
+//   - it is a leaf (loopInfo);
+//   - it has one back edge, the branch that starts its next iteration;
+//   - one local, k, is written once in the loop, by k = k ± c (0 < c ≤
+//     2^15), on every path to the back edge (the write dominates it);
+//   - every path to the back edge also passes a test of k against a local
+//     the loop does not write, or a constant, n: the back edge is a br_if
+//     on it, or lies in the then part of an if on it, or a br_if that
+//     leaves the loop on it comes first; and the test fails (the loop
+//     ends) once k reaches n.
+//
+// An i32 that moves by ±1 passes every value, n among them, within 2^32
+// steps: any test that fails when k equals n (k ≠ n, or k < n, k > n,
+// signed or not, whichever way k moves) ends the loop within the distance
+// from k to n. Longer steps reach n exactly when the distance is a
+// multiple of the step (k ≠ n), or pass it without wrapping when n is far
+// enough from the end of the range (k < n moving up, k > n moving down),
+// which the count computed on entry checks (emitter.counted). A loop that
+// fails these tests when it starts, or whose count is too high for the
+// fuel left, runs the copy that is checked as a split loop's second copy.
+
+// operand is one side of a test: a local, a constant, or the increment of
+// k itself when the test reads what its local.tee leaves.
+type operand struct {
+	kind  uint8
+	local uint32
+	value int32
+	ord   int // the instruction that reads it
+}
+
+const (
+	noOperand = iota
+	localOperand
+	constOperand
+	stepOperand
+)
+
+// condition is what an i32 comparison of two operands, an i32.eqz of one,
+// or one operand alone (non-zero), leaves for a br_if or an if.
+type condition struct {
+	cmp  byte // i32.eq ... i32.ge_u
+	a, b operand
+}
+
+// Comparison opcodes.
+const (
+	i32Eqz = 0x45
+	i32Eq  = 0x46
+	i32Ne  = 0x47
+	i32LtS = 0x48
+	i32LtU = 0x49
+	i32GtS = 0x4a
+	i32GtU = 0x4b
+	i32LeS = 0x4c
+	i32LeU = 0x4d
+	i32GeS = 0x4e
+	i32GeU = 0x4f
+)
+
+// loopInfo is what walk's first pass finds out about a loop. A leaf has
+// no loop inside it, no operation charged by its operands (which would
+// tick inside it) and no parameters: it can be written twice. A dispatch
+// loop is a leaf that dispatches on a local (finder.opened). One that
+// counts is a leaf in which k moves by step towards n, while rel(k, n)
+// holds, a relation that fails when k = n. after says the test reads k
+// after the increment in an iteration. weight is the loop's region cost.
+type loopInfo struct {
+	leaf, counts bool
+	dispatch     bool
+	k            uint32
+	n            operand
+	step         int32
+	rel          byte
+	after        bool
+	weight       int
+}
+
+// instr is an instruction of the history the finder matches patterns in.
+type instr struct {
+	op    byte
+	local uint32 // of local.get, local.set, local.tee
+	value int32  // of i32.const
+}
+
+// write is what the finder knows about the writes of a local in the loop
+// it follows (when gen is that loop's): their number, and whether the last
+// is an increment, with its step, its frame and its place. alias marks the
+// local.tee y of k = y = k + c, whose y holds the new k too (of is k).
+type write struct {
+	gen   int
+	count int
+	step  int32
+	incr  bool
+	alias bool
+	of    uint32
+	depth int // len(ctrl) at the write
+	id    int // id of the innermost frame at the write
+	ord   int
+}
+
+// exit is a br_if that leaves the loop, with where it stands.
+type exit struct {
+	cond      condition
+	depth, id int
+}
+
+// finder finds out about the loops (loopInfo) during walk's first pass,
+// in time linear in the code: it follows one loop at a time, the one
+// opened last, and gives up on it when a loop opens inside it.
+type finder struct {
+	hist [16]instr // the last instructions, hist[ord%16] the one of ordinal ord
+	ord  int       // ordinal of the instruction being read
+	ids  int       // frame ids handed out
+	// loops holds, for each loop of the function in order, what was found.
+	loops []loopInfo
+	// The loop followed: its index in loops, its frame ctrl[depth-1],
+	// whether it can still be a leaf, how many branches go back to its
+	// head, and what the first such branch tested.
+	active bool
+	loop   int
+	depth  int
+	ok     bool
+	edges  int
+	found  loopInfo
+	gen    int
+	writes []write // by local, grown to the function's locals when needed
+	locals uint32
+	exits  []exit
+	// A dispatch loop opens with k blocks and a br_table on local x
+	// (opened): table holds the block, or segment, each value of x goes
+	// to, closed how many of the k blocks have ended, start the loop's
+	// ordinal. hops are the input offsets of the branches back to the
+	// head of a dispatch loop that go on to a later segment.
+	k, closed, start int
+	x                uint32
+	table            []uint32
+	hops             []int
+}
+
+// reset readies the finder for a function with locals locals.
+func (f *finder) reset(locals uint32) {
+	f.ord, f.ids, f.loops, f.active, f.locals = 0, 0, f.loops[:0], false, locals
+	f.hops = f.hops[:0]
+}
+
+// newID names a frame.
+func (f *finder) newID() int {
+	f.ids++
+	return f.ids
+}
+
+// back returns the instruction i places before the one being read, or one
+// that matches nothing when there is none.
+func (f *finder) back(i int) instr {
+	if i > f.ord || i > len(f.hist) {
+		return instr{}
+	}
+	return f.hist[(f.ord-i)%len(f.hist)]
+}
+
+// push records the instruction just read.
+func (f *finder) push(in instr) {
+	f.hist[f.ord%len(f.hist)] = in
+	f.ord++
+}
+
+// step matches local.get x; i32.const c; i32.add (or i32.const c first, or
+// i32.sub) ending i places back, and returns ±c, or 0.
+func (f *finder) step(i int, x uint32) int32 {
+	op, b, a := f.back(i), f.back(i+1), f.back(i+2)
+	var c int32
+	switch {
+	case op.op == 0x6a && a.op == 0x20 && a.local == x && b.op == 0x41:
+		c = b.value
+	case op.op == 0x6a && b.op == 0x20 && b.local == x && a.op == 0x41:
+		c = a.value
+	case op.op == 0x6b && a.op == 0x20 && a.local == x && b.op == 0x41:
+		c = -b.value
+	default:
+		return 0
+	}
+	if m := max(int64(c), -int64(c)); c == 0 || m > 1<<15 {
+		return 0
+	}
+	return c
+}
+
+// operand parses the operand whose last instruction is i places back, and
+// returns it and the place before it.
+func (f *finder) operand(i int) (operand, int) {
+	in := f.back(i)
+	switch in.op {
+	case 0x20:
+		return operand{kind: localOperand, local: in.local, ord: f.ord - i}, i + 1
+	case 0x41:
+		return operand{kind: constOperand, value: in.value}, i + 1
+	case 0x22:
+		if f.step(i+1, in.local) != 0 {
+			return operand{kind: stepOperand, local: in.local, ord: f.ord - i}, i + 4
+		}
+	}
+	return operand{}, i
+}
+
+// cond parses the condition the instruction being read (a br_if or an if)
+// pops.
+func (f *finder) cond() condition {
+	zero := operand{kind: constOperand}
+	switch op := f.back(1).op; {
+	case op >= i32Eq && op <= i32GeU:
+		b, i := f.operand(2)
+		a, _ := f.operand(i)
+		return condition{cmp: op, a: a, b: b}
+	case op == i32Eqz:
+		if op := f.back(2).op; op >= i32Eq && op <= i32GeU { // the opposite comparison
+			b, i := f.operand(3)
+			a, _ := f.operand(i)
+			return condition{cmp: negate[op], a: a, b: b}
+		}
+		a, _ := f.operand(2)
+		return condition{cmp: i32Eq, a: a, b: zero}
+	default:
+		a, _ := f.operand(1)
+		return condition{cmp: i32Ne, a: a, b: zero}
+	}
+}
+
+// enter starts following the loop just opened, the len(ctrl)th frame, a
+// leaf until another opens inside it.
+func (f *finder) enter(depth int, params bool) {
+	f.loops = append(f.loops, loopInfo{})
+	f.active, f.loop, f.depth, f.ok, f.edges = true, len(f.loops)-1, depth, !params, 0
+	f.found = loopInfo{}
+	f.exits = f.exits[:0]
+	f.k, f.closed, f.start = 0, 0, f.ord
+	f.gen++
+}
+
+// Dispatch loops. The Go compiler writes every function as one loop that
+// opens with blocks and a br_table on a local, the resume point: a jump
+// sets it and goes back to the head, which dispatches to the code after
+// the end of one of the blocks, a segment. Every iteration of the loop, Go
+// loop or not, goes through the head; a check there would cost a check
+// per jump. A jump that sets the local to a constant going to a later
+// segment than its own cannot close a cycle by itself: control only moves
+// forwards within and between segments, so every cycle takes a back edge
+// that goes to an earlier segment (or an unknown one). Only those get
+// checks, each of the loop's weight (plus the dispatch of every jump in
+// between), and one before the loop charges the way in.
+
+// dispatching says whether the br_table being read, at depth len(ctrl),
+// opens the loop followed after blocks only, and on which local.
+func (f *finder) dispatching(depth int) (uint32, bool) {
+	blocks := depth - f.depth
+	if !f.active || f.k != 0 || blocks < 1 || f.ord != f.start+blocks+2 || f.back(1).op != 0x20 {
+		return 0, false
+	}
+	for i := 2; i <= blocks+1; i++ {
+		if f.back(i).op != 0x02 {
+			return 0, false
+		}
+	}
+	return f.back(1).local, true
+}
+
+// opened makes the loop followed a dispatch loop on x with the br_table
+// in f.table, at depth len(ctrl), if every label is one of its blocks.
+func (f *finder) opened(x uint32, depth int) {
+	blocks := depth - f.depth
+	for _, d := range f.table {
+		if int(d) >= blocks {
+			return
+		}
+	}
+	f.k, f.x = blocks, x
+}
+
+// ended notes the end of the frame ctrl[i].
+func (f *finder) ended(i int) {
+	if f.active && f.closed < f.k && i == f.depth+f.k-1-f.closed {
+		f.closed++
+	}
+}
+
+// hop notes a br at input offset start back to the dispatch loop's head,
+// which needs no check when it sets the local to a later segment.
+func (f *finder) hop(start int) {
+	set, c := f.back(1), f.back(2)
+	if f.k == 0 || set.op != 0x21 || set.local != f.x || c.op != 0x41 {
+		return
+	}
+	if t := f.table[min(uint64(uint32(c.value)), uint64(len(f.table)-1))]; int(t) > f.closed-1 {
+		f.hops = append(f.hops, start)
+	}
+}
+
+// wrote records a local.set or local.tee of x (at depth len(ctrl)).
+func (f *finder) wrote(x uint32, ctrl []frame) {
+	if !f.active {
+		return
+	}
+	if int(x) >= len(f.writes) {
+		f.writes = append(f.writes, make([]write, int(f.locals)-len(f.writes))...)
+	}
+	w := &f.writes[x]
+	if w.gen != f.gen {
+		*w = write{gen: f.gen}
+	}
+	w.count++
+	w.step = f.step(1, x)
+	if tee := f.back(1); w.step == 0 && tee.op == 0x22 && tee.local != x {
+		// local.get x; i32.const c; i32.add; local.tee y; local.set x
+		if w.step = f.step(2, x); w.step != 0 {
+			if count, y := f.writesOf(tee.local); count == 1 && y.ord == f.ord-1 {
+				y.alias, y.of = true, x
+			}
+		}
+	}
+	w.incr = w.step != 0
+	w.depth, w.id, w.ord = len(ctrl), ctrl[len(ctrl)-1].id, f.ord
+}
+
+// writesOf returns how often the loop followed wrote x so far, and the
+// write when it is its only one.
+func (f *finder) writesOf(x uint32) (int, *write) {
+	if int(x) >= len(f.writes) || f.writes[x].gen != f.gen {
+		return 0, nil
+	}
+	return f.writes[x].count, &f.writes[x]
+}
+
+// dominates says whether every path from the loop's head to the
+// instruction being read, at depth len(ctrl), passed the instruction that
+// stood at depth in the frame id.
+func dominates(depth, id int, ctrl []frame) bool {
+	return depth <= len(ctrl) && ctrl[depth-1].id == id
+}
+
+// branch notes a br or br_if (op), at input offset start, from the top
+// of ctrl to frame target.
+func (f *finder) branch(op byte, start, target int, ctrl []frame) {
+	if !f.active {
+		return
+	}
+	switch {
+	case target == f.depth-1: // back to the loop's head
+		f.edges++
+		if f.edges == 1 {
+			f.found = f.backEdge(op, ctrl)
+		}
+		if op == 0x0c {
+			f.hop(start)
+		}
+	case target < f.depth-1 && op == 0x0d: // out of the loop
+		f.exits = append(f.exits, exit{cond: f.cond(), depth: len(ctrl), id: ctrl[len(ctrl)-1].id})
+	}
+}
+
+// backEdge looks for the test that guards the loop's back edge, the
+// instruction being read.
+func (f *finder) backEdge(op byte, ctrl []frame) loopInfo {
+	if op == 0x0d {
+		if c, ok := f.counts(f.cond(), false, ctrl); ok {
+			return c
+		}
+	}
+	for i := len(ctrl) - 1; i >= f.depth; i-- {
+		if ctrl[i].cond.cmp != 0 {
+			if c, ok := f.counts(ctrl[i].cond, false, ctrl); ok {
+				return c
+			}
+		}
+	}
+	for _, x := range f.exits {
+		if dominates(x.depth, x.id, ctrl) {
+			if c, ok := f.counts(x.cond, true, ctrl); ok {
+				return c
+			}
+		}
+	}
+	return loopInfo{}
+}
+
+// mirror[rel] is the relation of b to a when a rel b holds, negate[rel]
+// the one that holds when a rel b does not.
+var mirror, negate [i32GeU + 1]byte
+
+func init() {
+	for _, p := range [][2]byte{{i32Eq, i32Eq}, {i32Ne, i32Ne}, {i32LtS, i32GtS}, {i32LtU, i32GtU}, {i32LeS, i32GeS}, {i32LeU, i32GeU}} {
+		mirror[p[0]], mirror[p[1]] = p[1], p[0]
+	}
+	for _, p := range [][2]byte{{i32Eq, i32Ne}, {i32LtS, i32GeS}, {i32LtU, i32GeU}, {i32GtS, i32LeS}, {i32GtU, i32LeU}} {
+		negate[p[0]], negate[p[1]] = p[1], p[0]
+	}
+}
+
+// counts says whether condition c, on which the loop goes on (or leaves
+// when leaves), makes the loop followed a counted one.
+func (f *finder) counts(c condition, leaves bool, ctrl []frame) (loopInfo, bool) {
+	for _, swap := range []bool{false, true} {
+		k, n, rel := c.a, c.b, c.cmp
+		if swap {
+			k, n, rel = c.b, c.a, mirror[c.cmp]
+		}
+		if leaves {
+			rel = negate[rel]
+		}
+		if k.kind != localOperand && k.kind != stepOperand {
+			continue
+		}
+		x := k.local
+		count, w := f.writesOf(x)
+		after := k.kind == stepOperand || count == 1 && w.ord < k.ord
+		if count == 1 && w.alias && k.kind == localOperand && w.ord < k.ord {
+			// The test reads the copy of the new k.
+			x = w.of
+			count, w = f.writesOf(x)
+		}
+		if count != 1 || !w.incr || !dominates(w.depth, w.id, ctrl) || k.kind == stepOperand && w.ord != k.ord {
+			continue
+		}
+		switch n.kind {
+		case constOperand:
+		case localOperand:
+			if count, _ := f.writesOf(n.local); n.local == k.local || n.local == x || count != 0 {
+				continue
+			}
+		default:
+			continue
+		}
+		up := w.step > 0
+		one := w.step == 1 || w.step == -1
+		switch {
+		case rel == i32Ne, one && (rel == i32LtS || rel == i32LtU || rel == i32GtS || rel == i32GtU):
+		case up && (rel == i32LtS || rel == i32LtU), !up && (rel == i32GtS || rel == i32GtU):
+		default:
+			continue
+		}
+		return loopInfo{counts: true, k: x, n: n, step: w.step, rel: rel, after: after}, true
+	}
+	return loopInfo{}, false
+}
+
+// leave ends the loop followed, at its end, whose region cost weight.
+func (f *finder) leave(weight int) {
+	l := f.found
+	f.active = false
+	if !f.ok || f.edges == 0 { // a loop that never goes round needs one copy
+		return
+	}
+	l.leaf, l.weight, l.dispatch = true, weight, f.k > 0
+	if l.dispatch {
+		l.weight += 2 * f.k // a local.get and a br_table for each jump
+	}
+	if count, _ := f.writesOf(l.k); f.edges != 1 || count != 1 {
+		l.counts = false
+	}
+	if count, _ := f.writesOf(l.n.local); l.n.kind == localOperand && count != 0 {
+		l.counts = false
+	}
+	f.loops[f.loop] = l
+}
+
+// maxCount caps the trip count of a counted loop's unchecked copy, so that
+// the step's remainder bits rotated in by emitter.counted always exceed it
+// (they are at least 2^17).
+const maxCount = 1 << 16
+
+// counted writes the head of the counted loop c whose "loop bt" spans the
+// input from start to end. The loop
+//
+//	loop bt ... end
+//
+// becomes
+//
+//	block bt                  ;; $done
+//	  loop                    ;; $again
+//	    block                 ;; $refill
+//	      COUNT               ;; $t = the iterations left, at most one refill's worth
+//	      if                  ;; ... and the fuel holds them
+//	        fuel -= $t
+//	        loop bt ... end   ;; no check
+//	        br $done
+//	      else
+//	        loop bt CHECK ... end   ;; CHECK: take; leave for $refill
+//	        br $done
+//	      end
+//	    end
+//	    call $tick; set the fuel
+//	    br $again
+//	  end
+//	  unreachable
+//	end
+//
+// Both copies sit four labels deep, so they are the same bytes; walk writes
+// the first, and uncount copies it into the second. A refill starts over
+// at COUNT, which then usually finds the rest of the loop fits.
+func (e *emitter) counted(start, end int, c *loopInfo) (body int) {
+	e.copyTo(start)
+	bt := e.src[start+1 : end]
+	b := append(append(e.code, 0x02), bt...)  // block bt
+	b = append(b, 0x03, 0x40, 0x02, 0x40)     // loop; block
+	get := func(b []byte, o operand) []byte { // the value of a side of the test on entry
+		if o.kind == constOperand {
+			return appendS32(append(b, 0x41), o.value)
+		}
+		return appendU32(append(b, 0x20), o.local)
+	}
+	k := operand{kind: localOperand, local: c.k}
+	// d: how far k has to go to reach n, in the direction it moves.
+	if c.step > 0 {
+		b = append(get(get(b, c.n), k), 0x6b) // n - k
+	} else {
+		b = append(get(get(b, k), c.n), 0x6b) // k - n
+	}
+	size := max(c.step, -c.step)
+	shift := byte(bits.TrailingZeros32(uint32(size)))
+	pow2 := size == 1<<shift
+	passes := size > 1 && c.rel != i32Ne
+	exact := false // the count holds when size divides d (checked below)
+	switch {
+	case passes:
+		// ceil(d / size): the steps until k is at or past n.
+		b = appendS32(append(b, 0x41), size-1)
+		b = append(b, 0x6a) // i32.add
+		if pow2 {
+			b = append(b, 0x41, shift, 0x76) // i32.const shift; i32.shr_u
+		} else {
+			b = appendS32(append(b, 0x41), size)
+			b = append(b, 0x6e) // i32.div_u
+		}
+	case pow2 && size > 1:
+		// d / size when size divides d, and at least 2^17 when it does
+		// not: the steps until k equals n.
+		b = append(b, 0x41, shift, 0x78) // i32.const shift; i32.rotr
+	case size > 1:
+		// d / size, the steps until k equals n, when size divides d.
+		exact = true
+		b = appendU32(append(b, 0x22), e.t) // local.tee $t
+		b = appendS32(append(b, 0x41), size)
+		b = append(b, 0x70, i32Eqz) // i32.rem_u; i32.eqz
+		b = appendU32(append(b, 0x20), e.t)
+		b = appendS32(append(b, 0x41), size)
+		b = append(b, 0x6e) // i32.div_u
+	}
+	// The iterations that start, less one: the one whose test fails
+	// starts too unless the test reads k after its increment, and the
+	// count is then at least one (0 - 1 wraps, and does not fit).
+	if c.after {
+		b = append(b, 0x41, 0x01, 0x6b)
+	}
+	w := min(c.weight, int(e.m.refill))
+	limit := min(int(e.m.refill)/w, maxCount)
+	b = appendU32(append(b, 0x22), e.t) // local.tee $t
+	b = appendS32(append(b, 0x41), int32(limit))
+	b = append(b, i32LtU)
+	if exact {
+		b = append(b, 0x71) // i32.and
+	}
+	if passes {
+		// k has not passed n yet, and n leaves room for the last step
+		// before the end of the range: k cannot wrap around.
+		signed := c.rel == i32LtS || c.rel == i32GtS
+		b = append(get(get(b, k), c.n), c.rel, 0x71) // rel(k, n); i32.and
+		b = get(b, c.n)
+		var room int32
+		var cmp byte
+		switch {
+		case c.step > 0 && signed:
+			room, cmp = math.MaxInt32-(size-1), i32LeS
+		case c.step > 0:
+			room, cmp = -size, i32LeU // 2^32 - size
+		case signed:
+			room, cmp = math.MinInt32+(size-1), i32GeS
+		default:
+			room, cmp = size-1, i32GeU
+		}
+		b = appendS32(append(b, 0x41), room)
+		b = append(b, cmp, 0x71)
+	}
+	// $t = (iterations) * weight, which must not empty the fuel: the
+	// loop then runs within the refill the last tick gave.
+	b = appendU32(append(b, 0x20), e.t)
+	b = append(b, 0x41, 0x01, 0x6a) // i32.const 1; i32.add
+	b = appendS32(append(b, 0x41), int32(w))
+	b = append(b, 0x6c)                 // i32.mul
+	b = appendU32(append(b, 0x22), e.t) // local.tee $t
+	b = e.getFuel(b)
+	b = append(b, i32LeS, 0x71, 0x04, 0x40) // i32.le_s; i32.and; if
+	b = e.getFuel(b)
+	b = appendU32(append(b, 0x20), e.t)
+	b = e.setFuel(append(b, 0x6b))
+	e.code = b
+	e.copyTo(end) // loop bt
+	return len(e.code)
+}
+
+// uncount writes the rest of the counted loop with the "loop bt" head
+// whose copy without checks has its instructions past the head start at
+// body and end at the reader's position end. It returns the offset of the
+// checked copy's weight.
+func (e *emitter) uncount(head []byte, body, end int) (at int) {
+	e.copyTo(end)
+	bodyEnd := len(e.code)
+	b := append(e.code, 0x0c, 0x03, 0x05) // br $done; else
+	b = append(b, head...)
+	b, at = e.leave(b, 2) // $refill
+	b = append(b, e.code[body:bodyEnd]...)
+	b = append(b, 0x0c, 0x03, 0x0b, 0x0b) // br $done; end; end $refill
+	b = e.refill(b)
+	e.code = append(b, 0x0c, 0x00, 0x0b, 0x00, 0x0b) // br $again; end; unreachable; end
+	return at
+}
+
+// s32 decodes the signed LEB128 b, at most five bytes.
+func s32(b []byte) int32 {
+	var v int32
+	shift := 0
+	for _, c := range b {
+		v |= int32(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 32 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			break
+		}
+	}
+	return v
 }

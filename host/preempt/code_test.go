@@ -46,10 +46,15 @@ func TestFuelChecks(t *testing.T) {
 	take := func(weight byte) []byte { // the fuel check on local 1, without its branch
 		return []byte{0x20, 1, 0x41, 0x80 | weight, 0x80, 0x80, 0x80, 0x00, 0x6b, 0x22, 1, 0x41, 0, 0x48}
 	}
+	leave := []byte{0x04, 0x40, 0x0c, 0x02, 0x0b} // if; br 2 (the label just outside the loop); end
 	f0 := bytes.Join([][]byte{prologue,
-		{0x02, 0x40, 0x03, 0x40, 0x02, 0x40}, // block $done, loop $again, block $refill
-		{0x03, 0x40}, take(2), {0x0d, 0x01},  // the loop, its check (br and end): br_if $refill
-		{0x0c, 0x00, 0x0b},             // br to the loop itself: no new label in between
+		{0x02, 0x40, 0x02, 0x40, 0x02, 0x40}, // block $done, block, block $slow
+		{0x03, 0x40}, take(2), leave,         // the first copy and its check: if; br $slow; end
+		{0x0c, 0x00, 0x0b},           // br to the loop itself: no new label in between
+		{0x0c, 0x02, 0x0b, 0x0b},     // br $done; end $slow; end
+		{0x03, 0x40, 0x02, 0x40},     // loop $again, block $refill
+		{0x03, 0x40}, take(2), leave, // the second copy and its check: if; br $refill; end
+		{0x0c, 0x00, 0x0b},             // the same loop
 		{0x0c, 0x02, 0x0b},             // br $done; end $refill
 		{0x10, 0x00, 0x21, 0x01},       // call $tick; local.set $f
 		{0x0c, 0x00, 0x0b, 0x00, 0x0b}, // br $again; end; unreachable; end $done
