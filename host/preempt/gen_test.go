@@ -295,13 +295,6 @@ type genTable struct {
 	elems  elemList
 }
 
-// onlyTheFirstTableGrowsWithoutAMaximum gives every table after the first
-// a maximum, around a difference the rewrite makes: it gives a table that
-// declares no maximum one within the host's cap on table elements, and
-// gives all the room left to the first such table, so that table.grow of
-// any later one fails with -1 where the original grows.
-const onlyTheFirstTableGrowsWithoutAMaximum = true
-
 // elemList is what an element segment holds: function indices, -1 for
 // ref.null, written as expressions or (without nulls) as indices.
 type elemList struct {
@@ -471,7 +464,7 @@ func generate(b []byte, text bool) *genModule {
 	for n := in.pick(1, 4, 2); n > 0; n-- {
 		t := &genTable{index: uint32(len(g.tables)), offset: uint32(in.intn(3)), elems: g.elemList()}
 		t.min = t.offset + uint32(len(t.elems.funcs)) + uint32(in.intn(3))
-		if in.intn(2) == 1 || t.index > 0 && onlyTheFirstTableGrowsWithoutAMaximum {
+		if in.intn(2) == 1 {
 			t.max = t.min + uint32(in.intn(12))
 		}
 		g.tables = append(g.tables, t)

@@ -3,6 +3,8 @@ package preempt
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 )
 
@@ -556,20 +558,26 @@ func (m *module) tableSection(s *section) []byte {
 	if !r.done() {
 		r.fail("junk after the table section")
 	}
-	// Tables that declare a maximum keep it while the room lasts; those
-	// that declare none share what is left, in order.
+	// The tables share the room fairly: each gets an equal part of what
+	// is left, or what its own maximum lets it grow if that is less, the
+	// tables that need least served first, so a table with a small
+	// maximum keeps it and one without any cannot take the others' room.
 	room := m.limits.TableElements - total
-	grow := make([]uint64, len(tables))
-	for _, bounded := range []bool{true, false} {
-		for i, t := range tables {
-			if t.bounded == bounded {
-				grow[i] = room
-				if bounded {
-					grow[i] = min(room, t.max-t.min)
-				}
-				room -= grow[i]
-			}
+	need := func(t table) uint64 {
+		if t.bounded {
+			return t.max - t.min
 		}
+		return math.MaxUint64
+	}
+	order := make([]int, len(tables))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return need(tables[order[a]]) < need(tables[order[b]]) })
+	grow := make([]uint64, len(tables))
+	for k, i := range order {
+		grow[i] = min(need(tables[i]), room/uint64(len(order)-k))
+		room -= grow[i]
 	}
 	b := appendU32(nil, uint32(len(tables)))
 	for i, t := range tables {

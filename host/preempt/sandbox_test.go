@@ -57,12 +57,14 @@ func call(m api.Module, name string, args ...uint64) ([]uint64, error) {
 
 // TestTablesGrowOnlyWithinTheCap: a table that declares no maximum gets
 // one, so that table.grow past the host's cap fails in the guest with -1
-// (it made wazero allocate gigabytes); a table's own maximum is kept.
+// (it made wazero allocate gigabytes); a table's own maximum is kept, and
+// tables without one share the cap rather than the first taking it all.
 func TestTablesGrowOnlyWithinTheCap(t *testing.T) {
 	plain, metered, _ := sandboxPair(t)
 	cap := preempt.DefaultLimits.TableElements
-	// $t: 2 elements, no maximum; $u: 1 of at most 4. $u keeps its room,
-	// $t gets the rest of the cap.
+	// $t: 2 elements, no maximum; $u: 1 of at most 4; $v: 1, no maximum.
+	// $u keeps its room; $t and $v share the rest of the cap equally.
+	share := (cap - 4 - 3) / 2
 	for _, step := range []struct {
 		fn    string
 		delta uint64
@@ -74,8 +76,11 @@ func TestTablesGrowOnlyWithinTheCap(t *testing.T) {
 		{"grow_u", 3, true, 1},
 		{"grow_u", 1, true, -1},
 		{"grow", 1 << 31, false, -1},
-		{"grow", cap - 4 - 102, true, 102},
+		{"grow_v", 1, true, 1},
+		{"grow", share - 100, true, 102},
 		{"grow", 1, false, -1},
+		{"grow_v", cap - 4 - 3 - share - 1, true, 2},
+		{"grow_v", 1, false, -1},
 	} {
 		got, err := call(metered, step.fn, step.delta)
 		if err != nil {

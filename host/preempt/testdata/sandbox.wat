@@ -1,9 +1,10 @@
 ;; What the sandbox's rewrite must change only in cost: tables without a
-;; maximum, bulk memory operations of any size, and a loop of them.
+;; maximum (two of them, which share the host's cap), bulk memory operations of any size, and a loop of them.
 (module
   (memory (export "memory") 4 4)
   (table $t 2 funcref)
   (table $u 1 4 externref)
+  (table $v 1 funcref)
   (func $f)
   (elem (table $t) (i32.const 0) func $f)
   ;; grow: table.grow $t by delta, returns the old size or -1.
@@ -11,6 +12,8 @@
     (table.grow $t (ref.null func) (local.get $delta)))
   (func (export "grow_u") (param $delta i32) (result i32)
     (table.grow $u (ref.null extern) (local.get $delta)))
+  (func (export "grow_v") (param $delta i32) (result i32)
+    (table.grow $v (ref.null func) (local.get $delta)))
   (func (export "fill") (param $d i32) (param $v i32) (param $n i32)
     (memory.fill (local.get $d) (local.get $v) (local.get $n)))
   (func (export "copy") (param $d i32) (param $s i32) (param $n i32)
