@@ -88,6 +88,7 @@ gotest: examples
 ## what this finds to the target's corpus together with its fix.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := FuzzInspect:./host/plugin FuzzParseSpec:./host/pipeline \
+	FuzzInstrument:./host/preempt FuzzInstrumentDifferential:./host/preempt \
 	FuzzTwilioDecode:./host/transport FuzzParse:./host/config
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
