@@ -73,10 +73,26 @@ func init() {
 }
 
 type region struct {
-	at    int  // offset of the check's weight in the code; -1 for none
-	cost  int  // instructions of the region, imported calls weighted
+	at   int // offset of the check's weight in the code; -1 for none
+	cost int // instructions of the region, imported calls weighted
+	// arms is the cost of the region's arms that are charged when they
+	// run (heavyArm), not in cost.
+	arms  int
 	calls bool // it calls a function of the module or through a table
 }
+
+// heavyArm is the cost from which the arm of an if is charged when it
+// runs, by a subtraction without a check at its start, rather than by the
+// check of its region: a block of a frame's work in a loop over samples
+// (vad's, 1,600 instructions with two host calls, runs every 80th
+// sample) would otherwise weigh on every iteration, and the tick come
+// that much sooner. The checks stay where they were, so nothing runs
+// longer between two of them than before.
+const heavyArm = 64
+
+// arm is what walk's first pass finds out about an if: the costs of its
+// arms charged when they run, 0 for those its region's check charges.
+type arm struct{ then, els int }
 
 type frame struct {
 	loop bool
@@ -88,10 +104,9 @@ type frame struct {
 	head   []byte
 	body   int
 	region int // the region the instructions inside the frame belong to
-	// dispatch: a split dispatch loop, whose back edges have checks of
-	// weight (emitter.split).
+	// dispatch: a split dispatch loop, whose back edges have checks
+	// (emitter.backEdge).
 	dispatch bool
-	weight   int
 	// added counts the labels the instrumentation put around this frame
 	// and those enclosing it, which branches out of it must skip.
 	added uint32
@@ -100,6 +115,14 @@ type frame struct {
 	// one a counted loop can test (walk's first pass).
 	id   int
 	cond condition
+	// arm indexes an if's arm in finder.arms (-1 for other frames); its
+	// current arm started when the region cost was armStart, and is the
+	// else arm when inElse. inCounted: the frame is in a counted loop,
+	// which charges its arms with the rest of its iterations.
+	arm       int
+	armStart  int
+	inElse    bool
+	inCounted bool
 }
 
 // scratch is reused from one function body to the next.
@@ -133,10 +156,13 @@ type emitter struct {
 	// order, and next how many of them the second has passed.
 	loops []loopInfo
 	next  int
-	// hops are the branches back to a dispatch loop's head that need no
-	// check (finder.hop), hop how many of them the second pass has passed.
-	hops []int
-	hop  int
+	// jumps are the weights of the checks of the branches back to a
+	// dispatch loop's head, 0 for none (finder.jump), jump how many of
+	// them the second pass has passed; arms and nextArm the same for ifs.
+	jumps   []int
+	jump    int
+	arms    []arm
+	nextArm int
 }
 
 // How a loop is written.
@@ -298,14 +324,13 @@ func (e *emitter) split(start, end int, l *loopInfo) (body int) {
 	return body
 }
 
-// backEdge writes the check, of weight, before the branch at start that
-// goes back to the head of the dispatch loop of label d, unless it is a
-// hop to a later segment.
-func (e *emitter) backEdge(start int, d uint32, weight int) {
-	for e.hop < len(e.hops) && e.hops[e.hop] < start {
-		e.hop++
-	}
-	if e.hop < len(e.hops) && e.hops[e.hop] == start {
+// backEdge writes the check before the branch at start that goes back to
+// the head of the dispatch loop of label d, unless it is a hop to a later
+// segment.
+func (e *emitter) backEdge(start int, d uint32) {
+	weight := e.jumps[e.jump]
+	e.jump++
+	if weight == 0 {
 		return
 	}
 	e.copyTo(start)
@@ -335,6 +360,48 @@ func (e *emitter) unsplit(body, end int) {
 	b = append(b, 0x0c, 0x02, 0x0b) // br $done; end $refill
 	b = e.refill(b)
 	e.code = append(b, 0x0c, 0x00, 0x0b, 0x00, 0x0b) // br $again; end; unreachable; end
+}
+
+// spend subtracts weight from the fuel, after the input up to end, with no
+// check: an arm charged when it runs (heavyArm). The fuel cannot wrap: the
+// arms charged between two checks are in one region, whose instructions
+// FunctionBytes caps.
+func (e *emitter) spend(end, weight int) {
+	e.copyTo(end)
+	b := appendS32(append(e.getFuel(e.code), 0x41), int32(min(weight, int(e.m.refill))))
+	e.code = e.setFuel(append(b, 0x6b)) // i32.sub
+}
+
+// endArm ends the current arm of the if t, at its else or its end, in the
+// region g: an arm charged when it runs leaves g's cost. The first pass
+// decides which (finder.arms), the second follows.
+func (m *module) endArm(t *frame, g *region, f *finder, e *emitter) {
+	if t.arm < 0 {
+		return
+	}
+	w := g.cost - t.armStart
+	switch {
+	case f != nil:
+		if w < heavyArm {
+			return
+		}
+		if t.inElse {
+			f.arms[t.arm].els = w
+		} else {
+			f.arms[t.arm].then = w
+		}
+		if f.active {
+			f.heavy += w
+		}
+	case e != nil && !t.inCounted:
+		if w = e.arms[t.arm].then; t.inElse {
+			w = e.arms[t.arm].els
+		}
+	default:
+		return
+	}
+	g.cost -= w
+	g.arms += w
 }
 
 // unwrap writes the rest of a wrapped loop, after its end at the reader's
@@ -566,8 +633,9 @@ func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 	codeAt := r.pos
 
 	sh := m.walk(r, uint32(locals), sc, nil)
-	entry := sh.top.calls || sh.top.cost > LeafLimit
-	e := &emitter{m: m, src: r.b, code: sc.code[:0], from: codeAt, loops: sc.find.loops, hops: sc.find.hops}
+	entry := sh.top.calls || sh.top.cost+sh.top.arms > LeafLimit
+	f := &sc.find
+	e := &emitter{m: m, src: r.b, code: sc.code[:0], from: codeAt, loops: f.loops, jumps: f.jumps, arms: f.arms}
 	added := uint32(0) // locals added
 	switch {
 	case m.mode == Flag:
@@ -632,7 +700,7 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 		f.reset(locals)
 	}
 	regions = append(regions, region{at: -1})
-	ctrl = append(ctrl, frame{region: 0})
+	ctrl = append(ctrl, frame{region: 0, arm: -1})
 	cur, inLoop := 0, 0
 	for len(ctrl) > 0 {
 		start := r.pos
@@ -645,25 +713,43 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			if op == 0x0f && e != nil { // return
 				e.save(start)
 			}
-			if op == 0x05 && f != nil { // else: another frame, as far as the finder knows
-				ctrl[len(ctrl)-1].id, ctrl[len(ctrl)-1].cond = f.newID(), condition{}
+			if op == 0x05 { // else
+				t := &ctrl[len(ctrl)-1]
+				m.endArm(t, &regions[cur], f, e)
+				t.armStart, t.inElse = regions[cur].cost, true
+				if f != nil { // another frame, as far as the finder knows
+					t.id, t.cond = f.newID(), condition{}
+				}
+				if e != nil && t.arm >= 0 && !t.inCounted && e.arms[t.arm].els > 0 {
+					e.spend(r.pos, e.arms[t.arm].els)
+				}
 			}
 		case immBlock:
 			m.blocktype(r)
-			fr := frame{region: cur, added: top.added}
+			fr := frame{region: cur, added: top.added, arm: -1, inCounted: top.inCounted}
 			if f != nil {
 				fr.id = f.newID()
 				if op == 0x04 { // if
 					fr.cond = f.cond()
+					fr.arm = len(f.arms)
+					f.arms = append(f.arms, arm{})
 				}
 			}
+			if e != nil && op == 0x04 && e.nextArm < len(e.arms) {
+				fr.arm = e.nextArm
+				e.nextArm++
+				if a := e.arms[fr.arm]; a.then > 0 && !fr.inCounted {
+					e.spend(r.pos, a.then)
+				}
+			}
+			fr.armStart = regions[cur].cost
 			ctrl = append(ctrl, fr)
 			r.over("nesting", uint64(len(ctrl)-1), uint64(m.limits.Nesting), "levels of nested blocks")
 		case immLoop:
 			params := m.blocktype(r)
 			sh.loops = true
 			inLoop++
-			fr := frame{loop: true, region: len(regions), added: top.added}
+			fr := frame{loop: true, region: len(regions), added: top.added, arm: -1}
 			at := -1
 			if f != nil {
 				fr.id = f.newID()
@@ -680,8 +766,9 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 				case l.counts:
 					fr.form, fr.body = counted, e.counted(start, r.pos, &l)
 					fr.added += 4
+					fr.inCounted = true
 				case l.leaf:
-					fr.form, fr.dispatch, fr.weight = split, l.dispatch, l.weight
+					fr.form, fr.dispatch = split, l.dispatch
 					fr.body = e.split(start, r.pos, &l)
 					fr.added += 3
 				default:
@@ -698,8 +785,9 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			if len(ctrl) == 1 && e != nil { // the function's end
 				e.save(start)
 			}
+			m.endArm(&top, &regions[cur], f, e)
 			if f != nil {
-				f.ended(len(ctrl) - 1)
+				f.ended(len(ctrl)-1, regions[cur].cost)
 				if f.active && len(ctrl) == f.depth {
 					f.leave(regions[top.region].cost)
 				}
@@ -724,14 +812,14 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			at := r.pos
 			d := r.u32()
 			if f != nil && int(d) < len(ctrl) {
-				f.branch(op, start, len(ctrl)-1-int(d), ctrl)
+				f.branch(op, len(ctrl)-1-int(d), ctrl)
 			}
 			if e != nil {
 				if d == uint32(len(ctrl)-1) { // to the function's end
 					e.save(start)
 				}
 				if t := len(ctrl) - 1 - int(d); t >= 0 && ctrl[t].dispatch {
-					e.backEdge(start, d, ctrl[t].weight)
+					e.backEdge(start, d)
 				}
 				e.label(at, r.pos, d, ctrl)
 			}
@@ -746,11 +834,13 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 				f.table = f.table[:0]
 			}
 			back, dispatch := uint32(0), -1           // a label to a dispatch loop, and the loop
+			backs := false                            // a label to the loop the finder follows
 			for i := uint64(0); i <= uint64(n); i++ { // n labels and the default
 				d := r.u32()
 				out = out || d == uint32(len(ctrl)-1)
 				if f != nil && f.active && int(d) == len(ctrl)-f.depth {
 					f.edges += 2 // a back edge the finder does not follow
+					backs = true
 				}
 				if opens {
 					f.table = append(f.table, d)
@@ -762,9 +852,12 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			if opens {
 				f.opened(x, len(ctrl))
 			}
+			if backs && f.k > 0 {
+				f.jumps = append(f.jumps, unknownJump)
+			}
 			if e != nil {
 				if dispatch >= 0 {
-					e.backEdge(start, back, ctrl[dispatch].weight)
+					e.backEdge(start, back)
 				}
 				if out {
 					e.save(start)
@@ -1096,19 +1189,27 @@ type finder struct {
 	exits  []exit
 	// A dispatch loop opens with k blocks and a br_table on local x
 	// (opened): table holds the block, or segment, each value of x goes
-	// to, closed how many of the k blocks have ended, start the loop's
-	// ordinal. hops are the input offsets of the branches back to the
-	// head of a dispatch loop that go on to a later segment.
+	// to, closed how many of the k blocks have ended, seg the loop's cost
+	// where each segment starts, start the loop's ordinal. jumps holds,
+	// for each branch back to the head of a dispatch loop, the weight of
+	// its check (jump), from jumpStart for the loop followed.
 	k, closed, start int
 	x                uint32
 	table            []uint32
-	hops             []int
+	seg              []int
+	jumps            []int
+	jumpStart        int
+	// arms holds, for each if of the function in order, which arms are
+	// charged when they run (emitter.endArm); heavy sums those of the
+	// loop followed, which go back into its weight if it counts.
+	arms  []arm
+	heavy int
 }
 
 // reset readies the finder for a function with locals locals.
 func (f *finder) reset(locals uint32) {
 	f.ord, f.ids, f.loops, f.active, f.locals = 0, 0, f.loops[:0], false, locals
-	f.hops = f.hops[:0]
+	f.jumps, f.arms = f.jumps[:0], f.arms[:0]
 }
 
 // newID names a frame.
@@ -1196,11 +1297,15 @@ func (f *finder) cond() condition {
 // enter starts following the loop just opened, the len(ctrl)th frame, a
 // leaf until another opens inside it.
 func (f *finder) enter(depth int, params bool) {
+	if f.active { // a loop inside: the one followed is no dispatch leaf
+		f.jumps = f.jumps[:f.jumpStart]
+	}
+	f.jumpStart, f.seg = len(f.jumps), f.seg[:0]
 	f.loops = append(f.loops, loopInfo{})
 	f.active, f.loop, f.depth, f.ok, f.edges = true, len(f.loops)-1, depth, !params, 0
 	f.found = loopInfo{}
 	f.exits = f.exits[:0]
-	f.k, f.closed, f.start = 0, 0, f.ord
+	f.k, f.closed, f.start, f.heavy = 0, 0, f.ord, 0
 	f.gen++
 }
 
@@ -1243,23 +1348,36 @@ func (f *finder) opened(x uint32, depth int) {
 	f.k, f.x = blocks, x
 }
 
-// ended notes the end of the frame ctrl[i].
-func (f *finder) ended(i int) {
+// ended notes the end of the frame ctrl[i], where the loop's cost is
+// cost: a dispatch block's end starts a segment.
+func (f *finder) ended(i, cost int) {
 	if f.active && f.closed < f.k && i == f.depth+f.k-1-f.closed {
 		f.closed++
+		f.seg = append(f.seg, cost)
 	}
 }
 
-// hop notes a br at input offset start back to the dispatch loop's head,
-// which needs no check when it sets the local to a later segment.
-func (f *finder) hop(start int) {
+// What a branch back to a dispatch loop's head goes on to, in f.jumps
+// until the loop ends: a segment, or one of these.
+const (
+	hopJump     = -1 // a later segment: no check
+	unknownJump = -2 // a segment the rewrite cannot know
+)
+
+// jump notes a branch (op) back to the dispatch loop's head. A br that
+// sets the local to a constant goes on to a known segment, and one later
+// than its own needs no check.
+func (f *finder) jump(op byte) {
 	set, c := f.back(1), f.back(2)
-	if f.k == 0 || set.op != 0x21 || set.local != f.x || c.op != 0x41 {
+	if op != 0x0c || set.op != 0x21 || set.local != f.x || c.op != 0x41 {
+		f.jumps = append(f.jumps, unknownJump)
 		return
 	}
-	if t := f.table[min(uint64(uint32(c.value)), uint64(len(f.table)-1))]; int(t) > f.closed-1 {
-		f.hops = append(f.hops, start)
+	t := int(f.table[min(uint64(uint32(c.value)), uint64(len(f.table)-1))])
+	if t > f.closed-1 {
+		t = hopJump
 	}
+	f.jumps = append(f.jumps, t)
 }
 
 // wrote records a local.set or local.tee of x (at depth len(ctrl)).
@@ -1304,9 +1422,8 @@ func dominates(depth, id int, ctrl []frame) bool {
 	return depth <= len(ctrl) && ctrl[depth-1].id == id
 }
 
-// branch notes a br or br_if (op), at input offset start, from the top
-// of ctrl to frame target.
-func (f *finder) branch(op byte, start, target int, ctrl []frame) {
+// branch notes a br or br_if (op) from the top of ctrl to frame target.
+func (f *finder) branch(op byte, target int, ctrl []frame) {
 	if !f.active {
 		return
 	}
@@ -1316,8 +1433,8 @@ func (f *finder) branch(op byte, start, target int, ctrl []frame) {
 		if f.edges == 1 {
 			f.found = f.backEdge(op, ctrl)
 		}
-		if op == 0x0c {
-			f.hop(start)
+		if f.k > 0 {
+			f.jump(op)
 		}
 	case target < f.depth-1 && op == 0x0d: // out of the loop
 		f.exits = append(f.exits, exit{cond: f.cond(), depth: len(ctrl), id: ctrl[len(ctrl)-1].id})
@@ -1413,18 +1530,38 @@ func (f *finder) counts(c condition, leaves bool, ctrl []frame) (loopInfo, bool)
 func (f *finder) leave(weight int) {
 	l := f.found
 	f.active = false
+	if !f.ok || f.edges == 0 || f.k == 0 { // jumps are for dispatch leaves
+		f.jumps = f.jumps[:f.jumpStart]
+	}
 	if !f.ok || f.edges == 0 { // a loop that never goes round needs one copy
 		return
 	}
 	l.leaf, l.weight, l.dispatch = true, weight, f.k > 0
 	if l.dispatch {
-		l.weight += 2 * f.k // a local.get and a br_table for each jump
+		// The path after a check goes from the segment it goes on to,
+		// through the dispatch of every hop.
+		l.weight += 2 * f.k
+		for i, t := range f.jumps[f.jumpStart:] {
+			switch {
+			case t == hopJump:
+				t = 0
+			case t == unknownJump:
+				t = l.weight
+			default:
+				t = max(l.weight-f.seg[t], 1)
+			}
+			f.jumps[f.jumpStart+i] = t
+		}
 	}
 	if count, _ := f.writesOf(l.k); f.edges != 1 || count != 1 {
 		l.counts = false
 	}
 	if count, _ := f.writesOf(l.n.local); l.n.kind == localOperand && count != 0 {
 		l.counts = false
+	}
+	if l.counts {
+		// Its unchecked copy runs no arm's charge either.
+		l.weight += f.heavy
 	}
 	f.loops[f.loop] = l
 }

@@ -35,8 +35,8 @@ func (a *asm) operand(o operand) {
 // Locals of a loop case: the parameters k and n, then the iterations and
 // a copy of k.
 const (
-	caseK, caseN, caseIt, caseCopy = 0, 1, 2, 3
-	caseCap                        = 3000 // iterations before a case returns -1
+	caseK, caseN, caseIt, caseCopy, caseAcc = 0, 1, 2, 3, 4
+	caseCap                                 = 3000 // iterations before a case returns -1
 )
 
 // loopCase is a function (k, n) -> iterations (or -1 past caseCap) whose
@@ -50,10 +50,29 @@ type loopCase struct {
 	bound  int32 // the constant n, when not the parameter
 	param  bool  // n is the parameter
 	result bool  // the loop has a result (shape 0)
+	heavy  bool  // every eighth iteration runs an arm charged when it runs
 }
 
 func (c loopCase) String() string {
-	return fmt.Sprintf("shape %d form %d step %d cmp 0x%x swap %v n %v/%d result %v", c.shape, c.form, c.step, c.cmp, c.swap, c.param, c.bound, c.result)
+	return fmt.Sprintf("shape %d form %d step %d cmp 0x%x swap %v n %v/%d result %v heavy %v", c.shape, c.form, c.step, c.cmp, c.swap, c.param, c.bound, c.result, c.heavy)
+}
+
+// heavyCost is what the arm of a heavy case costs: its instructions and
+// its end.
+const heavyCost = 4*25 + 1
+
+// heavy writes the arm of a heavy case, after the counter.
+func heavy(a *asm) {
+	a.get(caseIt)
+	a.i32(7)
+	a.op(0x71, i32Eqz, 0x04, 0x40) // i32.and; i32.eqz; if
+	for i := 0; i < 25; i++ {
+		a.get(caseAcc)
+		a.i32(1)
+		a.op(0x6a)
+		a.set(caseAcc)
+	}
+	a.op(0x0b)
 }
 
 // counter is the start of each iteration: it counts them, and returns -1
@@ -103,6 +122,9 @@ func (c loopCase) code() (body []byte, weight int) {
 		}
 		loopAt = a.n
 		counter(&a)
+		if c.heavy {
+			heavy(&a)
+		}
 		if c.result {
 			a.get(caseIt)
 		}
@@ -134,6 +156,9 @@ func (c loopCase) code() (body []byte, weight int) {
 		test(&a, func() { a.get(caseK) })
 		a.op(0x04, 0x40)
 		counter(&a)
+		if c.heavy {
+			heavy(&a)
+		}
 		incr(&a)
 		a.set(caseK)
 		a.op(0x0c, 0x01) // br 1
@@ -148,6 +173,9 @@ func (c loopCase) code() (body []byte, weight int) {
 		test(&a, func() { a.get(caseK) })
 		a.op(0x0d, 0x01) // br_if 1: out
 		counter(&a)
+		if c.heavy {
+			heavy(&a)
+		}
 		incr(&a)
 		a.set(caseK)
 		a.op(0x0c, 0x00) // br 0
@@ -157,7 +185,7 @@ func (c loopCase) code() (body []byte, weight int) {
 		a.get(caseIt)
 	}
 	a.op(0x0b)
-	body = append([]byte{1, 2, 0x7f}, a.b...) // two i32 locals: the iterations and the copy
+	body = append([]byte{1, 3, 0x7f}, a.b...) // three i32 locals: the iterations, the copy, the arm's
 	return append(appendU32(nil, uint32(len(body))), body...), loopEnd - loopAt
 }
 
@@ -247,7 +275,7 @@ func TestCountedLoops(t *testing.T) {
 	counted, runs := 0, 0
 	for i := 0; i < 400; i++ {
 		c := loopCase{shape: r.IntN(3), form: r.IntN(4), step: steps[r.IntN(len(steps))], cmp: cmps[r.IntN(len(cmps))],
-			swap: r.IntN(2) == 0, param: r.IntN(2) == 0, bound: pick(r), result: r.IntN(4) == 0}
+			swap: r.IntN(2) == 0, param: r.IntN(2) == 0, bound: pick(r), result: r.IntN(4) == 0, heavy: r.IntN(3) == 0}
 		if c.shape != 0 {
 			c.form, c.result = 0, false
 		}
@@ -305,8 +333,12 @@ func TestCountedLoops(t *testing.T) {
 				}
 				if rf == big {
 					charged := int64(big) - int64(int32(fuel.Get()))
-					if charged < iterations*int64(weight) {
-						t.Fatalf("%v: f(%d, %d) ran %d iterations of weight %d, and was charged %d", c, k, n, iterations, weight, charged)
+					ran := iterations * int64(weight)
+					if c.heavy { // the arm ran every eighth iteration
+						ran = iterations*int64(weight-heavyCost) + iterations/8*heavyCost
+					}
+					if charged < ran {
+						t.Fatalf("%v: f(%d, %d) ran %d iterations, %d instructions, and was charged %d", c, k, n, iterations, ran, charged)
 					}
 				}
 				runs++
