@@ -119,19 +119,20 @@ func TestWASIOutputIsCappedLikeLog(t *testing.T) {
 // TestLoadingHasADeadlineAndACancel: a load that outlasts the compile
 // timeout, or whose context ends, returns at once with a reason.
 func TestLoadingHasADeadlineAndACancel(t *testing.T) {
-	wasm := testdata(t, "events")
+	// A function of 150 KB, which takes wazero milliseconds to compile.
+	wasm := oneFunction(append(bytes.Repeat([]byte{0x41, 0x00, 0x1a}, 50000), 0x0b))
 	rt, err := plugin.NewRuntime(context.Background(), plugin.Options{CacheDir: "-", Logger: quiet, CompileTimeout: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	_, err = rt.Load(context.Background(), "events.wasm", wasm)
+	_, err = rt.Load(context.Background(), "slow.wasm", wasm)
 	if err == nil || !strings.Contains(err.Error(), "(plugin_limits.compile_timeout)") {
 		t.Fatalf("Load error = %v, want the compile timeout", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = newRuntime(t).Load(ctx, "events.wasm", wasm)
+	_, err = newRuntime(t).Load(ctx, "slow.wasm", wasm)
 	if err == nil || !strings.Contains(err.Error(), "loading cancelled: context canceled") {
 		t.Fatalf("Load error = %v, want the cancellation", err)
 	}

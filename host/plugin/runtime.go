@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +108,10 @@ type Runtime struct {
 	compileTimeout time.Duration
 	compileSlots   chan struct{}
 	validator      wazero.Runtime
+	// compiling counts the compiles under way, abandoned ones included,
+	// which Close waits for: wazero must not close an engine that is
+	// compiling.
+	compiling sync.WaitGroup
 }
 
 // NewRuntime starts the shared runtime with the compiler engine, the
@@ -199,6 +204,7 @@ func (r *Runtime) DefaultBudget() time.Duration { return r.budget }
 
 // Close releases every module and instance of the runtime.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.compiling.Wait()
 	err := r.rt.Close(ctx)
 	_ = r.validator.Close(ctx)
 	if cerr := r.cache.Close(ctx); err == nil {
@@ -295,7 +301,9 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 	deadline := time.NewTimer(r.compileTimeout)
 	defer deadline.Stop()
 	done := make(chan result, 1)
+	r.compiling.Add(1)
 	go func() {
+		defer r.compiling.Done()
 		defer func() { <-r.compileSlots }()
 		var res result
 		res.compiled, res.instrErr, res.err = r.compileNow(context.Background(), wasm)
