@@ -753,7 +753,7 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			at := -1
 			if f != nil {
 				fr.id = f.newID()
-				f.enter(len(ctrl)+1, params)
+				f.enter(len(ctrl)+1, start, params)
 			}
 			if e != nil {
 				var l loopInfo
@@ -789,7 +789,7 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 			if f != nil {
 				f.ended(len(ctrl)-1, regions[cur].cost)
 				if f.active && len(ctrl) == f.depth {
-					f.leave(regions[top.region].cost)
+					f.leave(regions[top.region].cost, r.pos)
 				}
 			}
 			ctrl = ctrl[:len(ctrl)-1]
@@ -1180,6 +1180,7 @@ type finder struct {
 	active bool
 	loop   int
 	depth  int
+	at     int // input offset of its loop instruction
 	ok     bool
 	edges  int
 	found  loopInfo
@@ -1294,15 +1295,21 @@ func (f *finder) cond() condition {
 	}
 }
 
-// enter starts following the loop just opened, the len(ctrl)th frame, a
-// leaf until another opens inside it.
-func (f *finder) enter(depth int, params bool) {
+// maxCopy is the most bytes of code a loop may have to be written twice.
+// The Go guest's 2 MB hold 923 leaf loops; copying every one makes it
+// 3.1 MB, copying the 599 within 1 KiB makes it 2.4 MB. A check and its
+// spills weigh little in a longer body.
+const maxCopy = 1 << 10
+
+// enter starts following the loop just opened at input offset at, the
+// len(ctrl)th frame, a leaf until another opens inside it.
+func (f *finder) enter(depth, at int, params bool) {
 	if f.active { // a loop inside: the one followed is no dispatch leaf
 		f.jumps = f.jumps[:f.jumpStart]
 	}
 	f.jumpStart, f.seg = len(f.jumps), f.seg[:0]
 	f.loops = append(f.loops, loopInfo{})
-	f.active, f.loop, f.depth, f.ok, f.edges = true, len(f.loops)-1, depth, !params, 0
+	f.active, f.loop, f.depth, f.ok, f.edges, f.at = true, len(f.loops)-1, depth, !params, 0, at
 	f.found = loopInfo{}
 	f.exits = f.exits[:0]
 	f.k, f.closed, f.start, f.heavy = 0, 0, f.ord, 0
@@ -1526,10 +1533,14 @@ func (f *finder) counts(c condition, leaves bool, ctrl []frame) (loopInfo, bool)
 	return loopInfo{}, false
 }
 
-// leave ends the loop followed, at its end, whose region cost weight.
-func (f *finder) leave(weight int) {
+// leave ends the loop followed, whose region cost is weight, at its end at
+// input offset end.
+func (f *finder) leave(weight, end int) {
 	l := f.found
 	f.active = false
+	if end-f.at > maxCopy {
+		f.ok = false
+	}
 	if !f.ok || f.edges == 0 || f.k == 0 { // jumps are for dispatch leaves
 		f.jumps = f.jumps[:f.jumpStart]
 	}

@@ -27,10 +27,17 @@
 // The checks are built to cost a loop as little as possible. A function
 // keeps the fuel in a local, loaded from the global at entry and after each
 // call and stored back before each call and exit, unless it calls from
-// inside a loop (then the global itself is cheaper). A loop's check does not
-// call the tick from inside the loop, which would make the loop spill its
-// values: it leaves the loop for a wrapper that calls the tick and enters
-// the loop again at its head (see emitter.loop).
+// inside a loop (then the global itself is cheaper). No loop can reach the
+// tick from inside: wazevo would keep its values in memory. A loop leaves
+// for a wrapper that calls the tick and enters it again at its head (see
+// emitter.loop); a leaf loop, with no loop inside, is written twice, and
+// its first copy leaves for the second, which ticks, so the copy it spends
+// its time in has no tick at all (emitter.split). A leaf loop whose trip
+// count is known when it starts is charged for all of it then and runs
+// without checks (emitter.counted); a dispatch loop, as the Go compiler
+// writes every function, is checked only where a jump may go back
+// (finder.dispatching); and the arm of an if of 64 instructions or more is
+// charged when it runs, not on every pass of its loop (heavyArm).
 //
 // Flag, kept to measure it against Fuel, adds a mutable i32 global exported
 // as ExportStop; each check traps when another goroutine has set it to 1.
