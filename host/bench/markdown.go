@@ -61,6 +61,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("Not in the table: %s; see its README for its own figures.", s)
 		p("")
 	}
+	p("## What the CPU budget's checks cost")
+	p("")
+	p("Not measured here: the host compiles plugins with their checks (host/preempt) and, outside")
+	p("tests, only so. `go test -run X -bench 'Budget$' -benchtime 1x ./host/plugin/` measures every")
+	p("stock plugin and example with and without them; RATIONALE.md (\"Loop checks\") has the table.")
+	p("")
 	p("## Sessions: frames through many concurrent calls")
 	p("")
 	p("Each session is a goroutine, as `serve` runs a call: μ-law decode into the first stage, the chain,")
