@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/voxhost/voxhost/host/preempt"
 )
 
 // This file generates random valid WebAssembly 2.0 modules for the
@@ -108,24 +110,8 @@ func (ft funcType) String() string {
 	return b.String()
 }
 
-func appendULEB(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
-func appendSLEB(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 && c&0x40 == 0 || v == -1 && c&0x40 != 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+// The encoders are the rewriter's own.
+var appendULEB, appendSLEB = preempt.AppendULEB, preempt.AppendSLEB
 
 func appendWasmName(b []byte, s string) []byte {
 	return append(appendULEB(b, uint64(len(s))), s...)

@@ -158,7 +158,9 @@ func appendU64(b []byte, v uint64) []byte {
 	return append(b, byte(v))
 }
 
-func appendS32(b []byte, v int32) []byte {
+func appendS32(b []byte, v int32) []byte { return appendS64(b, int64(v)) }
+
+func appendS64(b []byte, v int64) []byte {
 	for {
 		c := byte(v & 0x7f)
 		v >>= 7
