@@ -1372,68 +1372,10 @@ func startDrainCall(t *testing.T, url string) *drainCall {
 // calls stream, SIGTERM arrives, two calls end on their own during the drain
 // and three are cut at the deadline.
 func TestDrainEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the voxhost binary")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH")
-	}
-	bin := filepath.Join(t.TempDir(), "voxhost")
-	build := exec.Command(goTool, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
+	bin := buildVoxhost(t)
 	const drain = 2 * time.Second
-	proc := exec.Command(bin, "--cache-dir", "-", "serve", "--addr", "127.0.0.1:0", "--drain-timeout", drain.String())
-	stderr, err := proc.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		logMu sync.Mutex
-		log   strings.Builder
-	)
-	addrc := make(chan string, 1)
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			logMu.Lock()
-			log.WriteString(line + "\n")
-			logMu.Unlock()
-			if a, ok := strings.CutPrefix(line, "voxhost: serving on "); ok {
-				addrc <- strings.Fields(a)[0]
-			}
-		}
-	}()
-	exited := make(chan error, 1)
-	go func() {
-		<-logDone // Wait closes the pipe: read it all first
-		exited <- proc.Wait()
-	}()
-	waited := false
-	defer func() {
-		if !waited {
-			_ = proc.Process.Kill()
-			<-exited
-		}
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-exited:
-		waited = true
-		t.Fatalf("voxhost exited before serving: %v\n%s", err, log.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("voxhost did not start\n%s", log.String())
-	}
+	p := startServe(t, exec.Command(bin, "--cache-dir", "-", "serve", "--addr", "127.0.0.1:0", "--drain-timeout", drain.String()))
+	proc, addr, exited := p.proc, p.addr, p.exited
 	base := "http://" + addr
 	readyz := func() (int, string) {
 		resp, err := http.Get(base + "/readyz")
@@ -1539,19 +1481,16 @@ func TestDrainEndToEnd(t *testing.T) {
 
 	select {
 	case err := <-exited:
-		waited = true
 		if err != nil {
-			t.Fatalf("voxhost exited with %v, want 0\n%s", err, log.String())
+			t.Fatalf("voxhost exited with %v, want 0\n%s", err, p.logs())
 		}
 	case <-time.After(drain + 5*time.Second):
-		t.Fatalf("voxhost still running %v after SIGTERM\n%s", time.Since(sigterm), log.String())
+		t.Fatalf("voxhost still running %v after SIGTERM\n%s", time.Since(sigterm), p.logs())
 	}
 	if took := time.Since(sigterm); took > drain+3*time.Second {
 		t.Errorf("exit took %v after SIGTERM, drain timeout %v", took, drain)
 	}
-	logMu.Lock()
-	out := log.String()
-	logMu.Unlock()
+	out := p.logs()
 	if !regexp.MustCompile(`msg=drained finished=2 cut=3\b`).MatchString(out) {
 		t.Errorf("log lacks `drained finished=2 cut=3`:\n%s", out)
 	}

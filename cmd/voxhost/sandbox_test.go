@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -24,18 +23,8 @@ import (
 // process must survive, the healthy call must get every frame, and the
 // peak RSS (VmHWM) stays within the pod's 512 MiB.
 func TestHostilePluginsUnderAPodsMemoryLimit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the voxhost binary")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH")
-	}
+	bin := buildVoxhost(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "voxhost")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	hostile := []string{"table_grow", "fill_loop", "wasi_flood", "recursion", "grow_bomb"}
 	cfg := "default_pipeline: main\npipelines:\n  main:\n    - plugin: gain\n      config: {db: -6}\n"
 	for _, name := range hostile {
@@ -53,39 +42,8 @@ func TestHostilePluginsUnderAPodsMemoryLimit(t *testing.T) {
 	// limit, the Go runtime and wazero's code a few hundred MiB more.
 	proc := exec.Command("/bin/sh", "-c", `ulimit -v 8388608 && exec "$0" --cache-dir - serve --addr 127.0.0.1:0 --config "$1"`, bin, cfgPath)
 	proc.Env = append(os.Environ(), "GOMEMLIMIT=512MiB")
-	stderr, err := proc.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logMu sync.Mutex
-	var log strings.Builder
-	addrc := make(chan string, 1)
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logMu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
-			if a, ok := strings.CutPrefix(sc.Text(), "voxhost: serving on "); ok {
-				addrc <- strings.Fields(a)[0]
-			}
-		}
-		exited <- proc.Wait()
-	}()
-	defer func() { _ = proc.Process.Kill() }()
-	logs := func() string { logMu.Lock(); defer logMu.Unlock(); return log.String() }
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-exited:
-		t.Fatalf("voxhost exited before serving: %v\n%s", err, logs())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("voxhost did not start\n%s", logs())
-	}
+	p := startServe(t, proc)
+	addr := p.addr
 
 	frames := 50
 	var wg sync.WaitGroup
@@ -114,8 +72,8 @@ func TestHostilePluginsUnderAPodsMemoryLimit(t *testing.T) {
 		t.Error(err)
 	}
 	select {
-	case err := <-exited:
-		t.Fatalf("voxhost died: %v\n%s", err, logs())
+	case err := <-p.exited:
+		t.Fatalf("voxhost died: %v\n%s", err, p.logs())
 	default:
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", proc.Process.Pid))

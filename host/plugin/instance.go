@@ -20,10 +20,6 @@ import (
 // DefaultMaxFrameMs is the longest frame an instance is sized for.
 const DefaultMaxFrameMs = 100
 
-// DefaultBufferBytes is the capacity Load asks of a plugin's vox_buffer: a
-// 100 ms frame at 8 kHz.
-const DefaultBufferBytes = DefaultMaxFrameMs * abi.TelephonyRate / 1000 * abi.SampleBytes
-
 // Plugin is a compiled, validated module, shared by every call that uses it.
 type Plugin struct {
 	name     string

@@ -288,7 +288,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 func (w *logWriter) flush() {
 	line := bytes.TrimSuffix(w.line, []byte{'\r'})
 	w.line = w.line[:0]
-	if len(line) == 0 || w.in == nil || !w.in.admit() {
+	if len(line) == 0 || !w.in.admit() {
 		return
 	}
 	w.in.logger.Log(w.in.ctx, w.level, string(line), "plugin", w.in.plugin.name)
