@@ -27,6 +27,8 @@ func (raw) Name() string { return rawName }
 
 func (raw) StartsOnConnect() bool { return true }
 
+func (raw) Buffers() bool { return false }
+
 func (raw) NewSession(maxAudio int) Session {
 	checkMaxAudio(maxAudio)
 	return &rawSession{maxAudio: maxAudio, out: make([]byte, 0, 256)}

@@ -32,6 +32,9 @@ const (
 	KindMark
 	// KindStop ends the stream in order.
 	KindStop
+	// KindClear asks the host to drop the audio it has queued for the far
+	// end: a bot's barge-in (Twilio's clear, OpenAI's speech_started).
+	KindClear
 )
 
 // String names the kind as logs and test failures show it.
@@ -49,6 +52,8 @@ func (k Kind) String() string {
 		return "mark"
 	case KindStop:
 		return "stop"
+	case KindClear:
+		return "clear"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -58,7 +63,8 @@ func (k Kind) String() string {
 type Inbound struct {
 	// Kind says which of the other fields is set.
 	Kind Kind
-	// Audio is the μ-law payload of a KindAudio message. It views the
+	// Audio is the payload of a KindAudio message: μ-law from a caller, the
+	// leg's format from a bot. It views the
 	// message or a session buffer, so it is valid until the next Decode
 	// and only while the message's bytes are left alone.
 	Audio []byte
@@ -152,6 +158,11 @@ type Protocol interface {
 	// stream is μ-law at SampleRate Hz in Channels channel and has no ids.
 	// Otherwise audio before KindStart is a *ProtocolError.
 	StartsOnConnect() bool
+	// Buffers reports whether the client keeps a playout buffer of its
+	// own and returns each mark once the audio before it has played
+	// (Twilio): the host may then send ahead of real time, within a
+	// bound. Otherwise the host owns timing and paces what it sends.
+	Buffers() bool
 }
 
 // ProtocolError is an inbound message a protocol forbids or cannot parse.

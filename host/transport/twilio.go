@@ -25,6 +25,8 @@ func (twilio) Name() string { return twilioName }
 
 func (twilio) StartsOnConnect() bool { return false }
 
+func (twilio) Buffers() bool { return true }
+
 func (twilio) NewSession(maxAudio int) Session {
 	checkMaxAudio(maxAudio)
 	enc := base64.StdEncoding.EncodedLen(maxAudio)
