@@ -285,7 +285,7 @@ func (m *Manager) apply(ctx context.Context, overlay map[string]*catalog.Version
 		defs[name] = def
 		rebuilt = append(rebuilt, name)
 	}
-	if err := m.srv.SetPipelines(ctx, defs, defaultName); err != nil {
+	if err := m.srv.SetRoutes(ctx, server.EchoRoutes(defs), defaultName); err != nil {
 		return nil, err
 	}
 	m.cat.Install(slices.Collect(maps.Values(overlay))...)

@@ -166,8 +166,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 	}
 	h.Server, err = server.New(ctx, server.Options{
 		Runtime:          rt,
-		Pipelines:        defs,
-		DefaultPipeline:  cfg.DefaultPipeline,
+		Routes:           server.EchoRoutes(defs),
+		DefaultRoute:     cfg.DefaultPipeline,
 		MaxCalls:         cfg.Limits.MaxCalls,
 		MaxMessageBytes:  cfg.Limits.MaxMessageBytes,
 		MaxFrameMs:       cfg.Limits.MaxFrameMs,

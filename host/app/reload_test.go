@@ -107,7 +107,7 @@ func TestReloadKeepsOverridesAndReportsRestartKeys(t *testing.T) {
 	if strings.Join(rep.Pipelines, ",") != "b" || rep.Default != "b" || strings.Join(rep.RestartRequired, ",") != "origins" {
 		t.Errorf("report: %+v", rep)
 	}
-	if names, def := h.Server.Pipelines(); strings.Join(names, ",") != "b" || def != "b" {
+	if names, def := h.Server.Routes(); strings.Join(names, ",") != "b" || def != "b" {
 		t.Errorf("server pipelines %v, default %s", names, def)
 	}
 }

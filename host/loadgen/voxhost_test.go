@@ -35,8 +35,8 @@ func newVoxhost(t testing.TB, tokens ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(ctx, server.Options{Runtime: rt, Pipelines: map[string]*pipeline.Definition{"main": def},
-		DefaultPipeline: "main", Tokens: tokens, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.New(ctx, server.Options{Runtime: rt, Routes: server.EchoRoutes(map[string]*pipeline.Definition{"main": def}),
+		DefaultRoute: "main", Tokens: tokens, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,16 +211,14 @@ func (c *call) startPipeline(start *transport.Start) error {
 		meta["params"] = start.Params
 		c.params = start.Params
 	}
-	set := c.s.pipelines.Load()
-	if name == "" {
-		name = set.defaultName
-	}
-	def, ok := set.byName[name]
+	route, ok := c.s.route(name)
 	if !ok {
 		err := fmt.Errorf("unknown pipeline %q", name)
 		c.end(websocket.StatusPolicyViolation, err.Error(), "unknown_pipeline")
 		return err
 	}
+	name = route.Name
+	def := route.Inbound
 	c.pipelineName = name
 	meta["call_id"], meta["pipeline"] = c.id, name
 	if !c.setupHeld && !c.awaitSetup(nil) {

@@ -9,10 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// metrics are the server's Prometheus series, registered on its own
-// registry so that several servers (tests) can live in one process.
+// metrics are the server's Prometheus series, registered on the
+// Registerer of Options or on a registry of the server's own, so that
+// several servers (tests) can live in one process.
 type metrics struct {
-	registry      *prometheus.Registry
+	registry prometheus.Registerer
+	// gatherer serves GET /metrics; nil when the Registerer is not one.
+	gatherer      prometheus.Gatherer
 	activeCalls   prometheus.Gauge
 	calls         *prometheus.CounterVec
 	framesIn      *prometheus.CounterVec
@@ -27,7 +30,22 @@ type metrics struct {
 	capacity      prometheus.Gauge
 	shed          *prometheus.CounterVec
 	setupWait     prometheus.Histogram
+
+	upstreamConnect  *prometheus.HistogramVec
+	upstreamFailures *prometheus.CounterVec
+	relayFrame       *prometheus.HistogramVec
+	playoutDepth     prometheus.Histogram
+	underruns        prometheus.Counter
+	overflows        prometheus.Counter
+	marks            *prometheus.CounterVec
+	bargeIns         *prometheus.CounterVec
 }
+
+// Directions of a relayed call, as the direction label spells them.
+const (
+	dirInbound  = "inbound"  // caller → inbound pipeline → bot
+	dirOutbound = "outbound" // bot → outbound pipeline → playout queue
+)
 
 // Reasons a call is shed: refused because the process is overloaded,
 // rather than full, draining or unauthorized.
@@ -40,9 +58,15 @@ const (
 	shedSetup = "setup_queue"
 )
 
-func newMetrics(liveInstances func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metrics {
+	own := reg == nil
+	if own {
+		reg = prometheus.NewRegistry()
+	}
+	gatherer, _ := reg.(prometheus.Gatherer)
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
+		registry: reg,
+		gatherer: gatherer,
 		activeCalls: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "voxhost_active_calls", Help: "Calls in progress.",
 		}),
@@ -97,13 +121,52 @@ func newMetrics(liveInstances func() float64) *metrics {
 	m.instancesLive = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "voxhost_plugin_instances", Help: "Plugin instances alive.",
 	}, liveInstances)
+	m.upstreamConnect = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "voxhost_upstream_connect_seconds",
+		Help:    "Time to dial a bot and finish the WebSocket handshake, by upstream protocol.",
+		Buckets: prometheus.ExponentialBuckets(5e-4, 2.5, 10),
+	}, []string{"protocol"})
+	m.upstreamFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_upstream_failures_total",
+		Help: "Bot legs that failed, by upstream protocol and reason (connect_timeout, refused, handshake, closed, stalled, malformed).",
+	}, []string{"protocol", "reason"})
+	m.relayFrame = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "voxhost_relay_frame_seconds",
+		Help:    "Time the host adds to a relayed frame, by direction: inbound from the caller's message read to the bot's written, outbound from the bot's audio read to its frame queued for the caller.",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 2.5, 14),
+	}, []string{"direction"})
+	m.playoutDepth = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "voxhost_playout_queue_seconds",
+		Help:    "Bot audio queued for the caller, in audio seconds, seen as each frame is sent.",
+		Buckets: []float64{0.02, 0.04, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 60},
+	})
+	m.underruns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "voxhost_playout_underruns_total",
+		Help: "Times a relayed call's playout queue ran dry and the bot's audio went on less than 100 ms later: a gap the caller heard.",
+	})
+	m.overflows = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "voxhost_playout_overflows_total",
+		Help: "Times a bot sent more audio than the playout queue holds and was held back until the caller had heard enough (nothing is dropped).",
+	})
+	m.marks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_marks_total", Help: "Bot marks, by result: played (acknowledged after the audio before it), cleared (acknowledged on barge-in), dropped (the call ended first).",
+	}, []string{"result"})
+	m.bargeIns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_barge_ins_total", Help: "Playout queues emptied on barge-in, by who asked: plugin (a clear event on the inbound path) or bot.",
+	}, []string{"source"})
+	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
-		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive, m.shed, m.setupWait,
-		// The GC pause histogram lets a load test show the tail has no GC
-		// stalls: go_sched_pauses_total_gc_seconds.
-		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive, m.shed, m.setupWait)
+	if own {
+		// A program that passes its own Registerer has its own Go and
+		// process collectors; registering them twice would panic.
+		m.registry.MustRegister(
+			// The GC pause histogram lets a load test show the tail has no
+			// GC stalls: go_sched_pauses_total_gc_seconds.
+			collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+				collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	return m
 }
 

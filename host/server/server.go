@@ -29,10 +29,16 @@ import (
 type Options struct {
 	// Runtime is the plugin runtime the pipelines were loaded into.
 	Runtime *plugin.Runtime
-	// Pipelines are the named pipelines a call may ask for.
-	Pipelines map[string]*pipeline.Definition
-	// DefaultPipeline serves calls that name none.
-	DefaultPipeline string
+	// Routes are the named routes a call may ask for (?pipeline=NAME, or
+	// Twilio's custom parameter "pipeline"); EchoRoutes makes them of
+	// bare pipelines.
+	Routes map[string]*Route
+	// DefaultRoute serves calls that name none.
+	DefaultRoute string
+	// Registerer is where the server's metrics are registered; nil means
+	// a registry of the server's own. GET /metrics serves it when it is
+	// also a prometheus.Gatherer (a *prometheus.Registry is).
+	Registerer prometheus.Registerer
 	// MaxCalls caps concurrent calls; further ones get HTTP 503.
 	MaxCalls int
 	// MaxMessageBytes caps one WebSocket message.
@@ -102,6 +108,21 @@ type Options struct {
 	// SetupWait is how long a new call may wait for a set-up slot before
 	// it is refused; 0 means DefaultSetupWait.
 	SetupWait time.Duration
+
+	// PlayoutQueue bounds the bot audio a relayed call holds for its
+	// caller, in audio time; a bot that sends more is held back (it is
+	// not read) until the caller has heard enough, and each time counts
+	// as a playout overflow. 0 means DefaultPlayoutQueue.
+	PlayoutQueue time.Duration
+	// SendAhead is how far ahead of real time the host sends bot audio to
+	// a caller whose protocol buffers it (Twilio); callers whose protocol
+	// does not (raw) are paced at real time. 0 means DefaultSendAhead;
+	// NoSendAhead paces every caller.
+	SendAhead time.Duration
+	// StallTimeout ends a relayed call whose caller or bot has not taken a
+	// message the host is writing to it for this long (a peer that stopped
+	// reading); 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
 }
 
 // Defaults for the zero values of Options.
@@ -111,6 +132,11 @@ const (
 	DefaultMaxFrameMs      = 100
 	DefaultIdleTimeout     = 10 * time.Second
 	DefaultDrainTimeout    = 30 * time.Second
+	DefaultPlayoutQueue    = 20 * time.Second
+	DefaultSendAhead       = 200 * time.Millisecond
+	DefaultStallTimeout    = 5 * time.Second
+	// NoSendAhead as Options.SendAhead paces callers that buffer too.
+	NoSendAhead time.Duration = -1
 	// NoDrain as Options.DrainTimeout closes active calls as soon as a
 	// drain starts (a configured drain_timeout of 0).
 	NoDrain time.Duration = -1
@@ -133,7 +159,7 @@ type Server struct {
 	// full is the readiness hysteresis: set at the high-water mark,
 	// cleared at the low-water mark.
 	full      atomic.Bool
-	pipelines atomic.Pointer[pipelineSet]
+	routes    atomic.Pointer[routeSet]
 	nextID    atomic.Uint64
 	// cpu is nil when overload shedding is off.
 	cpu *cpuMonitor
@@ -179,6 +205,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	setDefault(&opts.CPUSampleInterval, DefaultCPUSampleInterval)
 	setDefault(&opts.SetupWait, DefaultSetupWait)
+	setDefault(&opts.PlayoutQueue, DefaultPlayoutQueue)
+	setDefault(&opts.SendAhead, DefaultSendAhead)
+	opts.SendAhead = max(opts.SendAhead, 0)
+	setDefault(&opts.StallTimeout, DefaultStallTimeout)
 	if opts.MaxSetups < 0 || opts.SetupWait < 0 {
 		return nil, fmt.Errorf("server: max set-ups (%d) and set-up wait (%v) must not be negative", opts.MaxSetups, opts.SetupWait)
 	}
@@ -192,10 +222,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.MaxSetups > 0 {
 		s.setups = newSetupGate(opts.MaxSetups)
 	}
-	if err := s.SetPipelines(ctx, opts.Pipelines, opts.DefaultPipeline); err != nil {
+	if err := s.SetRoutes(ctx, opts.Routes, opts.DefaultRoute); err != nil {
 		return nil, err
 	}
-	s.metrics = newMetrics(func() float64 { return float64(opts.Runtime.LiveInstances()) })
+	s.metrics = newMetrics(opts.Registerer, func() float64 { return float64(opts.Runtime.LiveInstances()) })
 	// Readiness as a series too: a pod that is full (or draining) drops
 	// out of its Service, and dashboards should show why.
 	s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -231,60 +261,109 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))
 	s.mux.HandleFunc("GET /twilio", s.handleCall(transport.Twilio()))
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
-		// One collector that cannot read (a sandbox hiding /proc/stat) must
-		// not turn every other series into an HTTP 500.
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
+	if s.metrics.gatherer != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{
+			// One collector that cannot read (a sandbox hiding /proc/stat)
+			// must not turn every other series into an HTTP 500.
+			ErrorHandling: promhttp.ContinueOnError,
+		}))
+	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.handleReady)
 	return s, nil
 }
 
-// pipelineSet is the named pipelines calls may ask for. It is replaced
-// whole when an operator reloads pipelines; a call keeps the definition it
-// started with, so calls in flight never see a change.
-type pipelineSet struct {
-	byName      map[string]*pipeline.Definition
+// routeSet is the named routes calls may ask for. It is replaced whole
+// when an operator reloads them; a call keeps the route it started with,
+// so calls in flight never see a change.
+type routeSet struct {
+	byName      map[string]*Route
 	defaultName string
 }
 
-// SetPipelines replaces the pipelines new calls may ask for. Each is
+// SetRoutes replaces the routes new calls may ask for. Each pipeline is
 // instantiated once first, so a plugin that rejects its config or a chain
-// that does not end at 8 kHz is refused here and the previous set stays.
-func (s *Server) SetPipelines(ctx context.Context, defs map[string]*pipeline.Definition, defaultName string) error {
-	if len(defs) == 0 {
-		return errors.New("server: no pipelines")
+// whose rates do not meet is refused here and the previous set stays.
+func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaultName string) error {
+	if len(routes) == 0 {
+		return errors.New("server: no routes")
 	}
-	if _, ok := defs[defaultName]; !ok {
-		return fmt.Errorf("server: default pipeline %q is not defined (have %s)", defaultName, strings.Join(pipelineNames(defs), ", "))
+	if _, ok := routes[defaultName]; !ok {
+		return fmt.Errorf("server: default pipeline %q is not defined (have %s)", defaultName, strings.Join(routeNames(routes), ", "))
 	}
-	for _, name := range pipelineNames(defs) {
-		// A trial set-up costs what a call's does, and a reload runs
-		// beside calls: it takes its turn at the gate.
-		if !s.setups.acquire(0, ctx.Done()) {
-			return ctx.Err()
+	for _, name := range routeNames(routes) {
+		r := routes[name]
+		if r.Name == "" {
+			r.Name = name
 		}
-		p, err := defs[name].Instantiate(ctx, pipeline.CallConfig{MaxFrameMs: s.opts.MaxFrameMs})
-		s.setups.release()
-		if err != nil {
+		if err := r.check(); err != nil {
 			return err
 		}
-		rate := p.OutputRate()
-		_ = p.Close(ctx)
-		if rate != abi.TelephonyRate {
-			return fmt.Errorf("pipeline %s ends at %d Hz, but calls send and receive 8000 Hz μ-law: end it with a resampler to 8000 Hz", name, rate)
+		if err := s.checkRates(ctx, r); err != nil {
+			return err
 		}
 	}
-	s.pipelines.Store(&pipelineSet{byName: maps.Clone(defs), defaultName: defaultName})
+	s.routes.Store(&routeSet{byName: maps.Clone(routes), defaultName: defaultName})
 	return nil
 }
 
-// Pipelines returns the names of the pipelines new calls may ask for, and
-// the default.
-func (s *Server) Pipelines() (names []string, defaultName string) {
-	set := s.pipelines.Load()
-	return pipelineNames(set.byName), set.defaultName
+// checkRates instantiates a route's pipelines once, each from the rate it
+// will be fed at, and checks that they end where their audio goes: the
+// inbound pipeline at the bot leg's rate (an echo's: where the outbound
+// starts), the outbound at the caller's 8 kHz.
+func (s *Server) checkRates(ctx context.Context, r *Route) error {
+	trial := func(d *pipeline.Definition, rate int) (int, error) {
+		// A trial set-up costs what a call's does, and a reload runs
+		// beside calls: it takes its turn at the gate.
+		if !s.setups.acquire(0, ctx.Done()) {
+			return 0, ctx.Err()
+		}
+		defer s.setups.release()
+		p, err := d.Instantiate(ctx, pipeline.CallConfig{InputRate: rate, MaxFrameMs: s.opts.MaxFrameMs})
+		if err != nil {
+			return 0, err
+		}
+		defer p.Close(ctx)
+		return p.OutputRate(), nil
+	}
+	in, err := trial(r.Inbound, abi.TelephonyRate)
+	if err != nil {
+		return err
+	}
+	if u := r.Upstream; u != nil && in != u.Format.Rate {
+		return fmt.Errorf("pipeline %s: the inbound stages end at %d Hz, but the bot leg (%s, %s) carries %d Hz: end them with a resampler to %d Hz", r.Name, in, u.Dialect.Name(), u.Format, u.Format.Rate, u.Format.Rate)
+	}
+	out := in
+	if r.Outbound != nil {
+		if out, err = trial(r.Outbound, in); err != nil {
+			return err
+		}
+	}
+	if out != abi.TelephonyRate {
+		what := "the inbound stages end"
+		if r.Outbound != nil {
+			what = "the outbound stages end"
+		}
+		return fmt.Errorf("pipeline %s: %s at %d Hz, but callers hear 8000 Hz μ-law: end them with a resampler to 8000 Hz", r.Name, what, out)
+	}
+	return nil
+}
+
+// Routes returns the names of the routes new calls may ask for, and the
+// default.
+func (s *Server) Routes() (names []string, defaultName string) {
+	set := s.routes.Load()
+	return routeNames(set.byName), set.defaultName
+}
+
+// route returns the route named name, or the default for "".
+func (s *Server) route(name string) (*Route, bool) {
+	set := s.routes.Load()
+	if name == "" {
+		name = set.defaultName
+	}
+	r, ok := set.byName[name]
+	return r, ok
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -294,7 +373,7 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-func pipelineNames(m map[string]*pipeline.Definition) []string {
+func routeNames(m map[string]*Route) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)
@@ -408,8 +487,8 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			return
 		}
 		if name != "" {
-			if set := s.pipelines.Load(); set.byName[name] == nil {
-				s.reject(w, http.StatusNotFound, "unknown_pipeline", fmt.Sprintf("unknown pipeline %q (have %s)", name, strings.Join(pipelineNames(set.byName), ", ")))
+			if set := s.routes.Load(); set.byName[name] == nil {
+				s.reject(w, http.StatusNotFound, "unknown_pipeline", fmt.Sprintf("unknown pipeline %q (have %s)", name, strings.Join(routeNames(set.byName), ", ")))
 				return
 			}
 		}

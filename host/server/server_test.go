@@ -70,7 +70,7 @@ func newHostOn(t testing.TB, rtOpts plugin.Options, pipelines map[string]string,
 			t.Fatal(err)
 		}
 	}
-	opts := server.Options{Runtime: rt, Pipelines: defs, DefaultPipeline: "main",
+	opts := server.Options{Runtime: rt, Routes: server.EchoRoutes(defs), DefaultRoute: "main",
 		Logger: quietLogger()}
 	if tweak != nil {
 		tweak(&opts)

@@ -70,10 +70,11 @@ func CheckPipelineName(what, name string) error {
 	return nil
 }
 
-// checkParams enforces MaxParams, MaxParamKeyBytes and MaxParamValueBytes.
+// CheckParams enforces MaxParams, MaxParamKeyBytes and MaxParamValueBytes
+// on the custom parameters of a stream.
 // A name may be any text but not hold control characters, which logs and
 // messages would have to escape.
-func checkParams(what string, params map[string]string) error {
+func CheckParams(what string, params map[string]string) error {
 	if len(params) > MaxParams {
 		return fmt.Errorf("%s has %d parameters, more than %d", what, len(params), MaxParams)
 	}
@@ -96,8 +97,8 @@ func checkParams(what string, params map[string]string) error {
 	return nil
 }
 
-// checkMark enforces MaxMarkBytes on a mark name.
-func checkMark(what, name string) error {
+// CheckMark enforces MaxMarkBytes on a mark name.
+func CheckMark(what, name string) error {
 	if len(name) > MaxMarkBytes {
 		return fmt.Errorf("%s of %d bytes is longer than %d", what, len(name), MaxMarkBytes)
 	}

@@ -102,7 +102,7 @@ func decodeRawControl(msg []byte, in *Inbound) error {
 		// The token is a well-formed JSON string, so this cannot fail; marks
 		// are rare enough for encoding/json to resolve the escapes.
 		_ = json.Unmarshal(name, &in.Mark)
-		if err := checkMark("mark name", in.Mark); err != nil {
+		if err := CheckMark("mark name", in.Mark); err != nil {
 			in.Mark = ""
 			return limitError(rawName, err)
 		}

@@ -264,7 +264,7 @@ func checkStart(streamSid, callSid, accountSid string, tracks []string, params m
 			return err
 		}
 	}
-	return checkParams("start.customParameters", params)
+	return CheckParams("start.customParameters", params)
 }
 
 func decodeTwilioDTMF(msg []byte, in *Inbound) error {
@@ -298,7 +298,7 @@ func decodeTwilioMark(msg []byte, in *Inbound) error {
 	if m.Mark == nil {
 		return protocolErrorf(twilioName, "mark message without a mark object")
 	}
-	if err := checkMark("mark.name", m.Mark.Name); err != nil {
+	if err := CheckMark("mark.name", m.Mark.Name); err != nil {
 		return limitError(twilioName, err)
 	}
 	in.Kind, in.Mark = KindMark, m.Mark.Name

@@ -83,8 +83,11 @@ type BotSession interface {
 	MarkPlayed(name string) (MessageType, []byte, bool)
 	// Interrupted tells the bot the caller barged in: the audio queued for
 	// the caller was dropped. heardMs is the position in the bot's audio,
-	// in ms since the call began, up to which the caller heard it.
-	Interrupted(heardMs int64, send func(MessageType, []byte) error) error
+	// in ms since the call began (all audio Decode returned counts, heard
+	// or dropped), up to which the caller heard it, within a frame.
+	// byBot says the bot asked for it (its KindClear), so it needs no
+	// request to stop, only what was heard.
+	Interrupted(heardMs int64, byBot bool, send func(MessageType, []byte) error) error
 	// Event renders an event a plugin on the inbound path emitted.
 	Event(plugin, name string, data []byte, tMs int64) (MessageType, []byte, bool)
 	// Stop renders the end of the stream: the caller hung up.
