@@ -158,9 +158,9 @@ type Server struct {
 	draining atomic.Bool
 	// full is the readiness hysteresis: set at the high-water mark,
 	// cleared at the low-water mark.
-	full      atomic.Bool
-	routes    atomic.Pointer[routeSet]
-	nextID    atomic.Uint64
+	full   atomic.Bool
+	routes atomic.Pointer[routeSet]
+	nextID atomic.Uint64
 	// cpu is nil when overload shedding is off.
 	cpu *cpuMonitor
 	// setups bounds the call set-ups that run at once.
