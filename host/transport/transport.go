@@ -35,6 +35,10 @@ const (
 	// KindClear asks the host to drop the audio it has queued for the far
 	// end: a bot's barge-in (Twilio's clear, OpenAI's speech_started).
 	KindClear
+	// KindError is an error the far end reported without ending the
+	// stream (OpenAI's error event); Inbound.Text says what it said. The
+	// host logs it and the call goes on.
+	KindError
 )
 
 // String names the kind as logs and test failures show it.
@@ -54,6 +58,8 @@ func (k Kind) String() string {
 		return "stop"
 	case KindClear:
 		return "clear"
+	case KindError:
+		return "error"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -72,6 +78,9 @@ type Inbound struct {
 	Digit byte
 	// Mark is the name of a KindMark message.
 	Mark string
+	// Text is what the far end said in a KindError message, bounded to
+	// a few hundred bytes.
+	Text string
 	// Start describes the stream of a KindStart message. It is freshly
 	// allocated, so the caller may keep it.
 	Start *Start
