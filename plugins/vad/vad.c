@@ -9,10 +9,14 @@
  * data is {"t_ms":N}, N the audio time of the boundary counted from the
  * samples the plugin has seen.
  *
- * Config: {"sensitivity": 0.5, "min_speech_ms": 100, "min_silence_ms": 300}
+ * Config: {"sensitivity": 0.5, "min_speech_ms": 100, "min_silence_ms": 300,
+ *          "barge_in": false}
  *   sensitivity     0..1, higher detects quieter speech (default 0.5)
  *   min_speech_ms   speech shorter than this is ignored (default 100)
  *   min_silence_ms  hangover: silence this long ends speech (default 300)
+ *   barge_in        true: emit "clear" (no data) right after each
+ *                   speech_start, so that the host empties the playout
+ *                   queue when the caller talks over the bot (default false)
  *
  * Algorithm (README.md has the details):
  *   1. Three sub-bands, 300-1000, 1000-2000 and 2000-3400 Hz, each a
@@ -88,6 +92,7 @@ static const double band_weight[BANDS] = {2, 1, 1};
 
 static double sensitivity = 0.5;
 static int32_t min_speech_ms = 100, min_silence_ms = 300;
+static int barge_in = 0;
 
 static double thr_on, thr_off;         /* score thresholds, dB */
 static int32_t min_speech_blocks, hangover_blocks;
@@ -128,6 +133,7 @@ static int read_number(int32_t len, const char *key, double lo, double hi, doubl
 
 VOX_INIT {
     double s = 0.5, speech = 100, silence = 300;
+    int barge = 0;
     if (!read_number(config_len, "sensitivity", 0, 1, &s)) {
         vox_log(VOX_LOG_ERROR, "vad: \"sensitivity\" must be a number from 0 to 1");
         return VOX_BAD_CONFIG;
@@ -140,9 +146,15 @@ VOX_INIT {
         vox_log(VOX_LOG_ERROR, "vad: \"min_silence_ms\" must be a number from 0 to 10000");
         return VOX_BAD_CONFIG;
     }
+    if (vox_config_find(vox_bytes(), config_len, "barge_in") >= 0 &&
+        !vox_config_bool(vox_bytes(), config_len, "barge_in", &barge)) {
+        vox_log(VOX_LOG_ERROR, "vad: \"barge_in\" must be true or false");
+        return VOX_BAD_CONFIG;
+    }
     sensitivity = s;
     min_speech_ms = (int32_t)(speech + 0.5);
     min_silence_ms = (int32_t)(silence + 0.5);
+    barge_in = barge;
     return VOX_OK;
 }
 
@@ -243,6 +255,7 @@ static void end_block(void) {
     }
     if (state == PENDING && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
         emit_at("speech_start", start_sample);
+        if (barge_in) vox_emit("clear", ""); /* barge-in: empty the playout queue */
         state = SPEECH;
         gap_blocks = 0;
     }

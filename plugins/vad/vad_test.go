@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -101,7 +102,16 @@ type recorder struct {
 	events []event
 }
 
+// Emit records speech events with their time and clear, which carries no
+// data, with TMs -1.
 func (r *recorder) Emit(_, name string, data []byte) {
+	if name == abi.EmitClear {
+		if len(data) != 0 {
+			r.t.Errorf("event clear has data %q, want none", data)
+		}
+		r.events = append(r.events, event{name, -1})
+		return
+	}
 	var d struct {
 		TMs *int64 `json:"t_ms"`
 	}
@@ -319,13 +329,61 @@ func TestAt16kHz(t *testing.T) {
 	t.Logf("16 kHz: boundary errors (ms): %s", formatErrs(checkBoundaries(t, f, events, 3.5)))
 }
 
+// TestBargeIn: with barge_in=true a clear follows each speech_start at
+// once, and nothing else changes; without it (or with barge_in=false)
+// no clear comes.
+func TestBargeIn(t *testing.T) {
+	f := loadFixture(t)
+	c := hosttest.Catalog(t)
+	for _, in := range []struct {
+		name string
+		pcm  []byte
+	}{{"clean", f.pcm}, {"20 dB SNR", withNoise(f, 20, 2)}} {
+		_, plain := detect(t, c, "vad", in.pcm, frameBytes)
+		checkBoundaries(t, f, plain, 0)
+		for _, spec := range []string{"vad", "vad barge_in=false"} {
+			_, events := detect(t, c, spec, in.pcm, frameBytes)
+			for _, e := range events {
+				if e.Name == abi.EmitClear {
+					t.Fatalf("%s, %s: events %v, want no clear", in.name, spec, events)
+				}
+			}
+		}
+		for _, frame := range []int{frameBytes, 16, 1600} {
+			_, events := detect(t, c, "vad barge_in=true", in.pcm, frame)
+			var speech []event
+			for i, e := range events {
+				if e.Name == abi.EmitClear {
+					continue
+				}
+				speech = append(speech, e)
+				next := ""
+				if i+1 < len(events) {
+					next = events[i+1].Name
+				}
+				if (e.Name == abi.EmitSpeechStart) != (next == abi.EmitClear) {
+					t.Fatalf("%s, frames of %d bytes: events %v, want a clear right after each speech_start and nowhere else", in.name, frame, events)
+				}
+			}
+			if len(events) != len(speech)+len(f.Phrases) {
+				t.Fatalf("%s, frames of %d bytes: events %v, want one clear per phrase", in.name, frame, events)
+			}
+			if fmt.Sprint(speech) != fmt.Sprint(plain) {
+				t.Fatalf("%s, frames of %d bytes: speech events %v with barge_in, %v without", in.name, frame, speech, plain)
+			}
+		}
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	c := hosttest.Catalog(t)
 	for _, spec := range []string{
 		"vad sensitivity=1.5", "vad sensitivity=-0.1", "vad sensitivity=high",
 		"vad min_speech_ms=-10", "vad min_speech_ms=true", "vad min_silence_ms=20000", "vad min_silence_ms=soon",
+		"vad barge_in=yes", "vad barge_in=1", "vad barge_in=0", "vad barge_in=True", "vad barge_in=on", "vad barge_in=null",
 	} {
-		p, err := hosttest.Instantiate(c, spec, pipeline.CallConfig{})
+		var log strings.Builder
+		p, err := hosttest.Instantiate(c, spec, pipeline.CallConfig{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		var perr *plugin.Error
 		if err == nil {
 			p.Close(context.Background())
@@ -333,8 +391,26 @@ func TestBadConfig(t *testing.T) {
 		if !errors.As(err, &perr) || perr.Status != abi.StatusBadConfig {
 			t.Errorf("%s: err = %v, want vox_init status -2", spec, err)
 		}
+		if key, _, _ := strings.Cut(strings.TrimPrefix(spec, "vad "), "="); !strings.Contains(log.String(), key) || !strings.Contains(log.String(), "must be") {
+			t.Errorf("%s: the log does not say what %s must be: %q", spec, key, log.String())
+		}
 	}
-	for _, spec := range []string{"vad", "vad sensitivity=0 min_speech_ms=0 min_silence_ms=0", "vad sensitivity=1 min_speech_ms=10000 min_silence_ms=10000"} {
+	// Values a YAML config can give that an inline spec cannot: JSON null,
+	// the string "true".
+	for _, v := range []any{nil, "true", "false"} {
+		def, err := c.Definition(context.Background(), "test", []pipeline.StageSpec{{Plugin: "vad", Config: map[string]any{"barge_in": v}}})
+		if err == nil {
+			var p *pipeline.Pipeline
+			if p, err = def.Instantiate(context.Background(), pipeline.CallConfig{}); err == nil {
+				p.Close(context.Background())
+			}
+		}
+		var perr *plugin.Error
+		if !errors.As(err, &perr) || perr.Status != abi.StatusBadConfig {
+			t.Errorf("barge_in %#v: err = %v, want vox_init status -2", v, err)
+		}
+	}
+	for _, spec := range []string{"vad", "vad sensitivity=0 min_speech_ms=0 min_silence_ms=0", "vad sensitivity=1 min_speech_ms=10000 min_silence_ms=10000", "vad barge_in=true", "vad barge_in=false sensitivity=0.7"} {
 		p, err := hosttest.Instantiate(c, spec, pipeline.CallConfig{})
 		if err != nil {
 			t.Fatalf("%s: %v", spec, err)
