@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,16 +22,36 @@ import (
 	"github.com/voxhost/voxhost/host/transport"
 )
 
-// pending is an event a plugin emitted during the current frame, sent to
-// the client once the frame is done. Label is its name as
-// voxhost_plugin_events_total counts it (see eventLabel).
+// pending is an event a plugin emitted during the current frame, sent on
+// once the frame is done. Label is its name as voxhost_plugin_events_total
+// counts it (see eventLabel).
 type pending struct {
 	plugin, name, label string
 	data                []byte
 }
 
-// call is one live call: its socket, protocol session, pipeline and the
-// buffers its frames reuse.
+// eventQueue collects what one pipeline's plugins emitted and how they
+// failed during a frame. It is the pipeline's plugin.Sink; the goroutine
+// that runs the pipeline drains it.
+type eventQueue struct {
+	events []pending
+	faults []pipeline.Fault
+}
+
+// Emit implements plugin.Sink: events wait until the frame is done.
+func (q *eventQueue) Emit(plugin, name string, data []byte) {
+	q.events = append(q.events, pending{plugin: plugin, name: name, label: eventLabel(name), data: data})
+}
+
+func (q *eventQueue) fault(f pipeline.Fault) { q.faults = append(q.faults, f) }
+
+func (q *eventQueue) empty() bool { return len(q.events) == 0 && len(q.faults) == 0 }
+
+// call is one live call. Its caller leg (the socket a carrier or client
+// opened, its protocol session) is read by the goroutine that serves the
+// request, which runs the inbound pipeline; a relayed call also has a bot
+// leg (bot.go) with a goroutine reading the bot and one pacing the caller's
+// playout (playout.go).
 type call struct {
 	s     *Server
 	conn  *websocket.Conn
@@ -41,36 +62,57 @@ type call struct {
 	id           string
 	pipelineName string
 	params       map[string]string
-	p            *pipeline.Pipeline
+	route        *Route
+	// in and out are the inbound and outbound pipelines; out is nil when
+	// the route has no outbound stages.
+	in, out *pipeline.Pipeline
+	// bot is the bot leg; nil for an echo.
+	bot *botLeg
 
-	readBuf []byte
-	ulawOut []byte
-	src     codec.UlawSource
-	in      transport.Inbound
-	events  []pending
-	faults  []pipeline.Fault
+	readBuf  []byte
+	ulawOut  []byte
+	src      codec.UlawSource
+	pcmSrc   pipeline.PCM
+	msg      transport.Inbound
+	inEvents eventQueue
+	// outEvents are the outbound pipeline's, drained by whoever runs it:
+	// this goroutine in an echo, the bot reader in a relay.
+	outEvents eventQueue
+
+	// callerMu serializes what is rendered for and written to the caller:
+	// in a relay three goroutines write to it (frames from the playout,
+	// clears and events from the others), and a session renders into one
+	// buffer.
+	callerMu     sync.Mutex
+	callerWrites writeGauge
 
 	framesIn, framesOut prometheus.Counter
 	frameSeconds        prometheus.Observer
 
-	frames  uint64
+	// frames counts the caller's audio frames; the watchdog reads it to
+	// tell an idle caller, so the frame path reads no clock for it.
+	frames  atomic.Uint64
 	audioMs int64
 	started time.Time
-	idle    *time.Timer
+	watch   *watchdog
+
+	// done is closed when the call ends; the relay's goroutines watch it.
+	done    chan struct{}
+	workers sync.WaitGroup
 
 	endOnce sync.Once
 	outcome string
 	reason  string
 
 	// setupHeld says the call holds a set-up slot: from before the
-	// upgrade (raw) or the start message (Twilio) until its pipeline is
+	// upgrade (raw) or the start message (Twilio) until its pipelines are
 	// built.
 	setupHeld bool
 }
 
 // ctx is the context of every socket read and write. It never ends: a
 // context that can end costs an allocation per call in coder/websocket, so
-// timeouts close the socket from a timer instead.
+// timeouts close the socket from the watchdog instead.
 var ctx = context.Background()
 
 // newCall makes the call of request r; its conn is set once the upgrade
@@ -86,71 +128,86 @@ func (s *Server) newCall(proto transport.Protocol, pipelineName string, r *http.
 		readBuf:      make([]byte, min(initialReadBuffer, s.opts.MaxMessageBytes+1)),
 		ulawOut:      make([]byte, maxAudio),
 		started:      time.Now(),
+		done:         make(chan struct{}),
 		framesIn:     s.metrics.framesIn.WithLabelValues(proto.Name()),
 		framesOut:    s.metrics.framesOut.WithLabelValues(proto.Name()),
 	}
-	if id := r.URL.Query().Get("call_id"); id != "" {
+	query := r.URL.Query()
+	if id := query.Get("call_id"); id != "" {
 		c.id = id // handleCall has refused one that breaks transport.CheckID
+	}
+	if proto.StartsOnConnect() {
+		// A protocol without a start message carries the call's custom
+		// parameters in its URL (handleCall bounded them).
+		c.params = queryParams(query)
 	}
 	c.log = s.log.With("call", c.id, "protocol", proto.Name(), "remote", r.RemoteAddr)
 	return c
 }
 
-// run is the call loop: one goroutine reads, processes and writes.
+// run is the caller's loop: it reads, runs the inbound pipeline and sends
+// the result on (to the caller in an echo, to the bot in a relay).
 func (c *call) run() {
-	c.idle = time.AfterFunc(c.s.opts.IdleTimeout, func() {
-		c.end(websocket.StatusPolicyViolation, fmt.Sprintf("idle timeout: no audio for %v", c.s.opts.IdleTimeout), "idle")
-	})
-	defer c.idle.Stop()
+	c.watch = startWatchdog(c)
 	defer c.finish()
 
 	if c.proto.StartsOnConnect() {
-		if err := c.startPipeline(nil); err != nil {
+		if err := c.start(nil); err != nil {
 			return
 		}
 	}
 	for {
-		typ, msg, err := c.read()
+		typ, msg, err := readMessage(c.conn, &c.readBuf, c.s.opts.MaxMessageBytes)
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
-		if err := c.sess.Decode(transport.MessageType(typ), msg, &c.in); err != nil {
+		t0 := time.Now()
+		if err := c.sess.Decode(transport.MessageType(typ), msg, &c.msg); err != nil {
 			c.malformed(err)
 			return
 		}
-		if !c.handle() {
+		if !c.handle(t0) {
 			return
 		}
 	}
 }
 
-// handle acts on one decoded message; false ends the call.
-func (c *call) handle() bool {
-	switch c.in.Kind {
+// handle acts on one decoded message read at t0; false ends the call.
+func (c *call) handle(t0 time.Time) bool {
+	switch c.msg.Kind {
 	case transport.KindAudio:
-		c.idle.Reset(c.s.opts.IdleTimeout)
-		return c.frame()
+		return c.frame(t0)
 	case transport.KindStart:
-		if c.p != nil {
+		if c.in != nil {
 			c.end(websocket.StatusPolicyViolation, "a second start message on one stream", "malformed")
 			return false
 		}
-		return c.startPipeline(c.in.Start) == nil
+		return c.start(c.msg.Start) == nil
 	case transport.KindDTMF:
-		if c.p == nil {
+		if c.in == nil {
 			return true
 		}
-		if err := c.p.Event(abi.EventDTMF, int32(c.in.Digit), nil); err != nil {
+		if err := c.in.Event(abi.EventDTMF, int32(c.msg.Digit), nil); err != nil {
 			c.pluginFailed(err)
 			return false
 		}
-		return c.flushEvents()
+		if b := c.bot; b != nil {
+			if typ, msg, ok := b.sess.DTMF(c.msg.Digit); ok && !b.write(typ, msg) {
+				return false
+			}
+		}
+		return c.flushInbound()
 	case transport.KindMark:
-		// Echo mode answers each frame before reading the next message, so
+		if b := c.bot; b != nil {
+			// The caller played the audio before one of the bot's marks.
+			b.callerPlayed(c.msg.Mark)
+			return true
+		}
+		// An echo answers each frame before reading the next message, so
 		// all audio sent before the mark has already gone out.
-		if typ, msg, ok := c.sess.Mark(c.in.Mark); ok {
-			return c.write(typ, msg)
+		if typ, msg, ok := c.sess.Mark(c.msg.Mark); ok {
+			return c.writeCaller(typ, msg)
 		}
 	case transport.KindStop:
 		c.stop()
@@ -159,46 +216,66 @@ func (c *call) handle() bool {
 	return true
 }
 
-// frame runs one audio frame through the pipeline and sends the result.
-func (c *call) frame() bool {
-	if c.p == nil {
+// frame runs one caller frame through the inbound pipeline and sends the
+// result on.
+func (c *call) frame(t0 time.Time) bool {
+	if c.in == nil {
 		c.malformed(&transport.ProtocolError{Protocol: c.proto.Name(), Reason: "audio before the stream started"})
 		return false
 	}
 	c.framesIn.Inc()
-	t0 := time.Now()
-	c.src.Frame = c.in.Audio
-	pcm, err := c.p.Process(&c.src)
+	c.src.Frame = c.msg.Audio
+	pcm, err := c.in.Process(&c.src)
 	if err != nil {
 		c.pluginFailed(err)
 		return false
 	}
-	n := codec.EncodeUlaw(c.ulawOut, pcm)
-	c.frameSeconds.Observe(time.Since(t0).Seconds())
-	c.frames++
-	c.audioMs += int64(len(c.in.Audio) * 1000 / abi.TelephonyRate)
-	if len(c.events) > 0 || len(c.faults) > 0 {
-		if !c.flushEvents() {
+	c.frames.Add(1)
+	c.audioMs += int64(len(c.msg.Audio) * 1000 / abi.TelephonyRate)
+	if b := c.bot; b != nil {
+		ok := b.sendAudio(pcm)
+		c.s.metrics.relayFrame.WithLabelValues(dirInbound).Observe(time.Since(t0).Seconds())
+		if !ok || !c.inEvents.empty() && !c.flushInbound() {
 			return false
 		}
+		return true
+	}
+	if c.out != nil && len(pcm) > 0 {
+		c.pcmSrc.Frame = pcm
+		if pcm, err = c.out.Process(&c.pcmSrc); err != nil {
+			c.pluginFailed(err)
+			return false
+		}
+	}
+	n := codec.EncodeUlaw(c.ulawOut, pcm)
+	c.frameSeconds.Observe(time.Since(t0).Seconds())
+	if !c.inEvents.empty() && !c.flushInbound() || !c.outEvents.empty() && !c.flushOutbound() {
+		return false
 	}
 	if n == 0 {
 		return true // a plugin swallowed the frame
 	}
-	typ, msg := c.sess.Audio(c.ulawOut[:n])
-	if !c.write(typ, msg) {
+	if !c.sendCallerAudio(c.ulawOut[:n]) {
 		return false
 	}
 	c.framesOut.Inc()
 	return true
 }
 
-// startPipeline instantiates the call's pipeline when the stream starts:
-// at connect (raw) or at the start message (Twilio, whose custom parameter
-// "pipeline" may pick one).
-func (c *call) startPipeline(start *transport.Start) error {
+// sendCallerAudio renders and writes a μ-law frame to the caller.
+func (c *call) sendCallerAudio(ulaw []byte) bool {
+	c.callerMu.Lock()
+	defer c.callerMu.Unlock()
+	typ, msg := c.sess.Audio(ulaw)
+	return c.writeCallerLocked(typ, msg)
+}
+
+// start instantiates the call's pipelines when the stream starts: at
+// connect (raw) or at the start message (Twilio, whose custom parameter
+// "pipeline" may pick a route); a relay then dials its bot.
+func (c *call) start(start *transport.Start) error {
 	name := c.pipelineName
-	meta := map[string]any{"protocol": c.proto.Name(), "sample_rate": abi.TelephonyRate}
+	info := transport.CallInfo{Params: c.params}
 	if start != nil {
 		if p := start.Params["pipeline"]; p != "" {
 			name = p
@@ -207,9 +284,8 @@ func (c *call) startPipeline(start *transport.Start) error {
 			c.id = start.CallID
 			c.log = c.log.With("call", c.id, "stream", start.StreamID)
 		}
-		meta["stream_id"] = start.StreamID
-		meta["params"] = start.Params
 		c.params = start.Params
+		info = transport.CallInfo{StreamID: start.StreamID, AccountID: start.AccountID, Params: start.Params}
 	}
 	route, ok := c.s.route(name)
 	if !ok {
@@ -217,10 +293,11 @@ func (c *call) startPipeline(start *transport.Start) error {
 		c.end(websocket.StatusPolicyViolation, err.Error(), "unknown_pipeline")
 		return err
 	}
-	name = route.Name
-	def := route.Inbound
-	c.pipelineName = name
-	meta["call_id"], meta["pipeline"] = c.id, name
+	c.route, c.pipelineName = route, route.Name
+	info.CallID, info.Route = c.id, route.Name
+	if info.StreamID == "" {
+		info.StreamID = c.id
+	}
 	if !c.setupHeld && !c.awaitSetup(nil) {
 		c.s.metrics.shed.WithLabelValues(shedSetup).Inc()
 		reason := c.s.setupRefusal()
@@ -228,30 +305,92 @@ func (c *call) startPipeline(start *transport.Start) error {
 		c.end(websocket.StatusTryAgainLater, reason, "shed")
 		return errors.New(reason)
 	}
-	p, err := def.Instantiate(ctx, pipeline.CallConfig{
-		MaxFrameMs: c.s.opts.MaxFrameMs,
-		Sink:       c,
-		Logger:     c.log,
-		OnFault:    func(f pipeline.Fault) { c.faults = append(c.faults, f) },
-	})
+	err := c.instantiate(route)
 	c.releaseSetup()
 	if err != nil {
-		c.log.Error("pipeline failed to start", "pipeline", name, "err", err)
+		c.log.Error("pipeline failed to start", "pipeline", route.Name, "err", err)
 		c.end(websocket.StatusInternalError, "pipeline failed to start", "start_failed")
 		return err
 	}
-	c.p = p
-	c.frameSeconds = c.s.metrics.frameSeconds.WithLabelValues(name)
-	c.log.Info("call started", "pipeline", name)
-	js, _ := json.Marshal(meta)
-	if err := p.Event(abi.EventCallStart, 0, js); err != nil {
-		c.pluginFailed(err)
+	c.frameSeconds = c.s.metrics.frameSeconds.WithLabelValues(route.Name)
+	if u := route.Upstream; u != nil {
+		if err := c.connectBot(u, info); err != nil {
+			return err
+		}
+	}
+	mode := "echo"
+	if c.bot != nil {
+		mode = "relay to " + c.bot.u.Dialect.Name()
+	}
+	c.log.Info("call started", "pipeline", route.Name, "mode", mode)
+	if err := c.announce(start, info); err != nil {
 		return err
 	}
-	if !c.flushEvents() {
+	if c.bot != nil {
+		c.bot.run()
+	}
+	return nil
+}
+
+// instantiate makes the route's pipelines for the call: the inbound one
+// at the caller's 8 kHz, the outbound one at the rate it is fed (the bot
+// leg's, or in an echo where the inbound one ends).
+func (c *call) instantiate(route *Route) error {
+	cfg := pipeline.CallConfig{MaxFrameMs: c.s.opts.MaxFrameMs, Sink: &c.inEvents, Logger: c.log, OnFault: c.inEvents.fault}
+	p, err := route.Inbound.Instantiate(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	c.in = p
+	if route.Outbound == nil {
+		return nil
+	}
+	cfg.InputRate = p.OutputRate()
+	cfg.Sink, cfg.OnFault = &c.outEvents, c.outEvents.fault
+	c.out, err = route.Outbound.Instantiate(ctx, cfg)
+	return err
+}
+
+// announce tells the plugins of each pipeline that the call started,
+// with the call's metadata.
+func (c *call) announce(start *transport.Start, info transport.CallInfo) error {
+	meta := map[string]any{"protocol": c.proto.Name(), "call_id": c.id, "pipeline": c.route.Name, "route": c.route.Name}
+	if start != nil {
+		meta["stream_id"] = start.StreamID
+		meta["params"] = start.Params
+	} else if len(c.params) > 0 {
+		meta["params"] = c.params
+	}
+	if c.bot != nil {
+		meta["upstream"] = c.bot.u.Dialect.Name()
+	}
+	for _, p := range []struct {
+		p         *pipeline.Pipeline
+		direction string
+		rate      int
+	}{{c.in, dirInbound, abi.TelephonyRate}, {c.out, dirOutbound, c.outRate()}} {
+		if p.p == nil {
+			continue
+		}
+		meta["direction"], meta["sample_rate"] = p.direction, p.rate
+		js, _ := json.Marshal(meta)
+		if err := p.p.Event(abi.EventCallStart, 0, js); err != nil {
+			c.pluginFailed(err)
+			return err
+		}
+	}
+	if !c.flushInbound() || !c.flushOutbound() {
 		return errors.New("write failed")
 	}
 	return nil
+}
+
+// outRate is the rate the outbound pipeline is fed at.
+func (c *call) outRate() int {
+	if c.out == nil {
+		return 0
+	}
+	return c.out.InputRate()
 }
 
 // awaitSetup takes a set-up slot for the call, waiting up to the set-up
@@ -271,14 +410,71 @@ func (c *call) releaseSetup() {
 	}
 }
 
-// Emit implements plugin.Sink: events wait until the frame is done.
-func (c *call) Emit(plugin, name string, data []byte) {
-	c.events = append(c.events, pending{plugin: plugin, name: name, label: eventLabel(name), data: data})
+// flushInbound sends on what the inbound plugins emitted: a clear is a
+// barge-in, other events go to the caller (when its protocol carries them)
+// and to the bot.
+func (c *call) flushInbound() bool {
+	return c.flushEvents(&c.inEvents, func(e *pending) bool {
+		if e.name == abi.EmitClear {
+			if c.bot != nil {
+				c.bargeIn(bargeInPlugin)
+				return true
+			}
+			return c.renderCaller(c.sess.Clear)
+		}
+		if b := c.bot; b != nil {
+			if typ, msg, ok := b.sess.Event(e.plugin, e.name, e.data, c.audioMs); ok && !b.write(typ, msg) {
+				return false
+			}
+		}
+		return c.callerEvent(e)
+	})
 }
 
-// flushEvents sends the events and fault notices of the last frame.
-func (c *call) flushEvents() bool {
-	for _, f := range c.faults {
+// flushOutbound sends on what the outbound plugins emitted: a clear
+// empties the playout queue as the bot's would, other events go to the
+// caller.
+func (c *call) flushOutbound() bool {
+	return c.flushEvents(&c.outEvents, func(e *pending) bool {
+		if e.name == abi.EmitClear {
+			if c.bot != nil {
+				c.bargeIn(bargeInPlugin)
+				return true
+			}
+			return c.renderCaller(c.sess.Clear)
+		}
+		return c.callerEvent(e)
+	})
+}
+
+// callerEvent sends a plugin event to the caller, or logs it when the
+// caller's protocol has no place for it.
+func (c *call) callerEvent(e *pending) bool {
+	c.callerMu.Lock()
+	defer c.callerMu.Unlock()
+	typ, msg, ok := c.sess.Event(e.plugin, e.name, e.data, c.audioMs)
+	if !ok {
+		c.log.Debug("plugin event", "plugin", e.plugin, "name", e.name, "data", string(e.data))
+		return true
+	}
+	return c.writeCallerLocked(typ, msg)
+}
+
+// renderCaller writes what render makes for the caller, if anything.
+func (c *call) renderCaller(render func() (transport.MessageType, []byte, bool)) bool {
+	c.callerMu.Lock()
+	defer c.callerMu.Unlock()
+	typ, msg, ok := render()
+	if !ok {
+		return true
+	}
+	return c.writeCallerLocked(typ, msg)
+}
+
+// flushEvents reports q's faults (metrics, a log line and a plugin_error
+// event) and hands every event to send.
+func (c *call) flushEvents(q *eventQueue, send func(*pending) bool) bool {
+	for _, f := range q.faults {
 		kind := "error"
 		var perr *plugin.Error
 		if errors.As(f.Err, &perr) {
@@ -291,40 +487,32 @@ func (c *call) flushEvents() bool {
 		}
 		c.log.Warn("plugin failed", "plugin", f.Name, "kind", kind, "action", action, "err", f.Err)
 		data, _ := json.Marshal(map[string]string{"error": f.Err.Error(), "action": action})
-		c.events = append(c.events, pending{plugin: f.Name, name: faultEvent, label: faultEvent, data: data})
+		q.events = append(q.events, pending{plugin: f.Name, name: faultEvent, label: faultEvent, data: data})
 	}
-	c.faults = c.faults[:0]
-	for _, e := range c.events {
+	q.faults = q.faults[:0]
+	ok := true
+	for i := range q.events {
+		e := &q.events[i]
 		c.s.metrics.pluginEvents.WithLabelValues(e.plugin, e.label).Inc()
-		var typ transport.MessageType
-		var msg []byte
-		var ok bool
-		if e.name == abi.EmitClear {
-			typ, msg, ok = c.sess.Clear()
-		} else {
-			typ, msg, ok = c.sess.Event(e.plugin, e.name, e.data, c.audioMs)
-		}
-		if !ok {
-			c.log.Debug("plugin event", "plugin", e.plugin, "name", e.name, "data", string(e.data))
-			continue
-		}
-		if !c.write(typ, msg) {
-			return false
+		if ok && !send(e) {
+			ok = false
 		}
 	}
-	c.events = c.events[:0]
-	return true
+	q.events = q.events[:0]
+	return ok
 }
 
-// read reads one whole message into the call's buffer.
-func (c *call) read() (websocket.MessageType, []byte, error) {
-	typ, r, err := c.conn.Reader(ctx)
+// readMessage reads one whole message into *buf, growing it up to limit
+// bytes; a longer message is errTooBig.
+func readMessage(conn *websocket.Conn, buf *[]byte, limit int) (websocket.MessageType, []byte, error) {
+	typ, r, err := conn.Reader(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
+	b := *buf
 	n := 0
 	for {
-		m, err := r.Read(c.readBuf[n:])
+		m, err := r.Read(b[n:])
 		n += m
 		if err == io.EOF {
 			break
@@ -332,16 +520,17 @@ func (c *call) read() (websocket.MessageType, []byte, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if n == len(c.readBuf) {
+		if n == len(b) {
 			// One byte past the limit means too big; below it, grow. Calls
 			// that send 20 ms frames never get here, so they keep a few KiB.
-			if n > c.s.opts.MaxMessageBytes {
+			if n > limit {
 				return 0, nil, errTooBig
 			}
-			c.readBuf = append(c.readBuf, make([]byte, min(n, c.s.opts.MaxMessageBytes+1-n))...)
+			b = append(b, make([]byte, min(n, limit+1-n))...)
+			*buf = b
 		}
 	}
-	return typ, c.readBuf[:n], nil
+	return typ, b[:n], nil
 }
 
 var errTooBig = errors.New("message too big")
@@ -350,8 +539,19 @@ var errTooBig = errors.New("message too big")
 // spare (a Twilio media message of 160 bytes of audio is about 420 bytes).
 const initialReadBuffer = 4 << 10
 
-func (c *call) write(typ transport.MessageType, msg []byte) bool {
-	if err := c.conn.Write(ctx, websocket.MessageType(typ), msg); err != nil {
+// writeCaller writes one message to the caller.
+func (c *call) writeCaller(typ transport.MessageType, msg []byte) bool {
+	c.callerMu.Lock()
+	defer c.callerMu.Unlock()
+	return c.writeCallerLocked(typ, msg)
+}
+
+// writeCallerLocked writes one message to the caller; callerMu is held.
+func (c *call) writeCallerLocked(typ transport.MessageType, msg []byte) bool {
+	c.callerWrites.begin()
+	err := c.conn.Write(ctx, websocket.MessageType(typ), msg)
+	c.callerWrites.end()
+	if err != nil {
 		c.end(websocket.StatusAbnormalClosure, "", "write_failed")
 		return false
 	}
@@ -391,7 +591,7 @@ func (c *call) malformed(err error) {
 }
 
 func (c *call) pluginFailed(err error) {
-	c.flushEvents()
+	c.flushInbound()
 	c.end(websocket.StatusInternalError, "plugin failed: "+err.Error(), "plugin_error")
 }
 
@@ -402,35 +602,62 @@ func (c *call) stop() {
 	c.end(websocket.StatusNormalClosure, "stream stopped", "completed")
 }
 
+// flush sends on what the inbound plugins hold when the caller's stream
+// ends: to the bot in a relay, through the outbound pipeline to the caller
+// in an echo.
 func (c *call) flush() {
-	if c.p == nil {
+	if c.in == nil {
 		return
 	}
-	err := c.p.Flush(func(pcm []byte) error {
-		n := codec.EncodeUlaw(c.ulawOut, pcm)
-		typ, msg := c.sess.Audio(c.ulawOut[:n])
-		return c.conn.Write(ctx, websocket.MessageType(typ), msg)
+	err := c.in.Flush(func(pcm []byte) error {
+		if c.bot != nil {
+			if !c.bot.sendAudio(pcm) {
+				return errors.New("the bot leg failed")
+			}
+			return nil
+		}
+		if c.out != nil {
+			c.pcmSrc.Frame = pcm
+			var err error
+			if pcm, err = c.out.Process(&c.pcmSrc); err != nil {
+				return err
+			}
+		}
+		if n := codec.EncodeUlaw(c.ulawOut, pcm); n > 0 && !c.sendCallerAudio(c.ulawOut[:n]) {
+			return errors.New("write failed")
+		}
+		return nil
 	})
 	if err != nil {
 		c.log.Info("flush failed", "err", err)
 	}
-	c.flushEvents()
+	c.flushInbound()
 }
 
-// end closes the call once, with a close code and reason for the client;
-// outcome labels it in metrics and logs. Safe from any goroutine.
+// end closes the call once, with a close code and reason for the caller;
+// outcome labels it in metrics and logs. A relayed call's bot hears stop
+// and a normal close. Safe from any goroutine.
 func (c *call) end(status websocket.StatusCode, reason, outcome string) {
 	c.endOnce.Do(func() {
 		c.outcome, c.reason = outcome, reason
-		if status == websocket.StatusAbnormalClosure {
-			_ = c.conn.CloseNow()
-			return
+		close(c.done)
+		if c.bot != nil {
+			c.bot.close()
 		}
-		go func() { _ = c.conn.Close(status, closeReason(reason)) }()
-		// Close waits for the peer's close frame; the read loop must not
-		// block on it, so it is given a moment and then the socket goes.
-		time.AfterFunc(2*time.Second, func() { _ = c.conn.CloseNow() })
+		closeSocket(c.conn, status, reason)
 	})
+}
+
+// closeSocket closes conn with status and reason. The close handshake
+// waits for the peer's close frame; whoever ends a call must not block on
+// it, so the peer is given a moment and then the socket goes.
+func closeSocket(conn *websocket.Conn, status websocket.StatusCode, reason string) {
+	if status == websocket.StatusAbnormalClosure {
+		_ = conn.CloseNow()
+		return
+	}
+	go func() { _ = conn.Close(status, closeReason(reason)) }()
+	time.AfterFunc(2*time.Second, func() { _ = conn.CloseNow() })
 }
 
 // closeReason fits a reason into the 123 bytes a close frame carries.
@@ -447,18 +674,29 @@ func closeReason(s string) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// finish releases the call's instances and records how it ended.
+// finish waits for the call's other goroutines, releases its instances
+// and records how it ended.
 func (c *call) finish() {
 	c.end(websocket.StatusNormalClosure, "", "completed")
-	if c.p != nil {
-		if err := c.p.Close(ctx); err != nil {
-			c.log.Info("closing plugins", "err", err)
+	c.watch.stop()
+	c.workers.Wait()
+	for _, p := range []*pipeline.Pipeline{c.in, c.out} {
+		if p != nil {
+			if err := p.Close(ctx); err != nil {
+				c.log.Info("closing plugins", "err", err)
+			}
 		}
+	}
+	if c.bot != nil {
+		c.bot.finish()
 	}
 	c.s.metrics.calls.WithLabelValues(c.proto.Name(), c.outcome).Inc()
 	c.s.metrics.callSeconds.WithLabelValues(c.proto.Name()).Observe(time.Since(c.started).Seconds())
-	attrs := []any{"pipeline", c.pipelineName, "frames", c.frames, "audio_ms", c.audioMs,
+	attrs := []any{"pipeline", c.pipelineName, "frames", c.frames.Load(), "audio_ms", c.audioMs,
 		"duration", time.Since(c.started).Round(time.Millisecond), "outcome", c.outcome}
+	if c.bot != nil {
+		attrs = append(attrs, c.bot.summary()...)
+	}
 	if c.reason != "" {
 		attrs = append(attrs, "reason", c.reason)
 	}

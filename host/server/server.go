@@ -259,8 +259,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		go m.run()
 	}
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /ws", s.handleCall(transport.Raw()))
-	s.mux.HandleFunc("GET /twilio", s.handleCall(transport.Twilio()))
+	s.mux.Handle("GET /ws", s.CallHandler(transport.Raw()))
+	s.mux.Handle("GET /twilio", s.CallHandler(transport.Twilio()))
 	if s.metrics.gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{
 			// One collector that cannot read (a sandbox hiding /proc/stat)
@@ -468,6 +468,14 @@ func (s *Server) admit() (string, bool) {
 	return "", true
 }
 
+// CallHandler serves the calls of one protocol: the WebSocket upgrade,
+// admission (auth, capacity, overload, drain) and the call itself. Handler
+// mounts one per protocol; a program with a mux of its own may mount them
+// where it likes.
+func (s *Server) CallHandler(proto transport.Protocol) http.Handler {
+	return s.handleCall(proto)
+}
+
 func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
@@ -485,6 +493,14 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 		if err := transport.CheckPipelineName("pipeline", name); err != nil {
 			s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
 			return
+		}
+		if proto.StartsOnConnect() {
+			// A protocol without a start message carries the call's custom
+			// parameters in its URL; the call keeps them.
+			if err := transport.CheckParams("query", queryParams(query)); err != nil {
+				s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
+				return
+			}
 		}
 		if name != "" {
 			if set := s.routes.Load(); set.byName[name] == nil {

@@ -1,0 +1,442 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/transport"
+)
+
+// botMessageBytes caps one message from a bot. Bots send their answer
+// faster than real time and in larger chunks than a carrier's 20 ms (an
+// OpenAI delta may hold a second of 24 kHz audio, 64 KB of base64), so the
+// bound is the callers' limit or 256 KiB, whichever is larger.
+func (s *Server) botMessageBytes() int { return max(s.opts.MaxMessageBytes, 256<<10) }
+
+// Who asked for a barge-in, as voxhost_barge_ins_total labels it.
+const (
+	bargeInPlugin = "plugin"
+	bargeInBot    = "bot"
+)
+
+// outboundFrameMs is the frame the bot's audio is cut into for the
+// outbound pipeline and the playout clock.
+const outboundFrameMs = 20
+
+// botLeg is a relayed call's connection to its bot.
+type botLeg struct {
+	c    *call
+	u    *Upstream
+	conn *websocket.Conn
+	sess transport.BotSession
+
+	// mu serializes what is rendered for and written to the bot: the
+	// caller's goroutine sends audio, the bot reader and the playout send
+	// mark acknowledgements, and a session renders into one buffer.
+	mu     sync.Mutex
+	writes writeGauge
+	// audio holds the inbound pipeline's output in the bot leg's format.
+	audio []byte
+
+	// What the bot reader alone touches.
+	readBuf []byte
+	msg     transport.Inbound
+	frame   []byte // the bot's audio being cut into whole frames
+	filled  int
+	src     codec.Source
+	pcm     []byte // a frame decoded, when there is no outbound pipeline
+	ulaw    []byte // a frame for the caller
+
+	// clearOutbound asks the bot reader to deliver EventClear to the
+	// outbound plugins and drop the frame it holds, before its next frame:
+	// a barge-in from the caller's side, whose goroutine must not call into
+	// the pipeline the reader runs.
+	clearOutbound atomic.Bool
+	// hungUp is set once the bot ended its stream: the caller hears what
+	// is queued, then the call ends.
+	hungUp atomic.Bool
+	// stopped is set once the bot was told the call ended.
+	stopped atomic.Bool
+
+	queue *playout
+}
+
+// connectBot dials the route's bot. A bot that cannot be reached ends the
+// call, or with on_failure: echo leaves it an echo.
+func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
+	s := c.s
+	timeout := u.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	url := transport.ExpandURL(u.URL, info)
+	t0 := time.Now()
+	dctx, cancel := context.WithTimeout(context.Background(), timeout)
+	conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPHeader: u.Header})
+	cancel()
+	name := u.Dialect.Name()
+	if err != nil {
+		why, reason := dialFailure(err, resp, timeout)
+		s.metrics.upstreamFailures.WithLabelValues(name, why).Inc()
+		if resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		if u.OnFailure == FailEcho {
+			c.log.Warn("bot unreachable: the call goes on as an echo", "upstream", redactURL(url), "reason", reason)
+			return nil
+		}
+		c.log.Warn("bot unreachable", "upstream", redactURL(url), "reason", reason)
+		c.end(websocket.StatusTryAgainLater, "the voice bot cannot be reached: "+reason, "bot_unreachable")
+		return errors.New(reason)
+	}
+	s.metrics.upstreamConnect.WithLabelValues(name).Observe(time.Since(t0).Seconds())
+	conn.SetReadLimit(int64(s.botMessageBytes()) + 1)
+	frameBytes := outboundFrameMs * u.Format.BytesPerMs()
+	maxAudio := s.opts.MaxFrameMs * u.Format.BytesPerMs()
+	b := &botLeg{
+		c:       c,
+		u:       u,
+		conn:    conn,
+		sess:    u.Dialect.NewBotSession(transport.BotConfig{Format: u.Format, MaxAudio: s.botMessageBytes(), Call: info, Options: u.Options}),
+		audio:   make([]byte, maxAudio),
+		readBuf: make([]byte, initialReadBuffer),
+		frame:   make([]byte, frameBytes),
+		src:     codec.Source{Format: u.Format},
+		pcm:     make([]byte, outboundFrameMs*u.Format.Rate/1000*abi.SampleBytes),
+		ulaw:    make([]byte, maxAudio),
+		queue:   newPlayout(s, codec.Telephony),
+	}
+	if c.proto.Buffers() {
+		b.queue.buffers, b.queue.sendAhead = true, s.opts.SendAhead
+	}
+	if err := b.sess.Open(func(typ transport.MessageType, msg []byte) error {
+		if !b.writeLocked(typ, msg) {
+			return errors.New("write failed")
+		}
+		return nil
+	}); err != nil {
+		_ = conn.CloseNow()
+		s.metrics.upstreamFailures.WithLabelValues(name, "closed").Inc()
+		c.end(websocket.StatusTryAgainLater, "the voice bot closed the connection at once", "bot_unreachable")
+		return err
+	}
+	c.bot = b
+	c.log = c.log.With("upstream", name)
+	return nil
+}
+
+// redactURL drops the query string from a bot's URL for logs: it may carry
+// a token.
+func redactURL(raw string) string {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '?' {
+			return raw[:i] + "?…"
+		}
+	}
+	return raw
+}
+
+// run starts the bot leg's goroutines: the bot reader and the playout.
+func (b *botLeg) run() {
+	b.c.workers.Add(2)
+	go b.read()
+	go b.c.playout()
+}
+
+// write renders nothing; it writes one message the caller's goroutine
+// rendered under mu.
+func (b *botLeg) write(typ transport.MessageType, msg []byte) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.writeLocked(typ, msg)
+}
+
+// writeLocked writes one message to the bot; mu is held. Once the bot has
+// hung up, what the caller's side still sends is dropped: the call ends
+// when the caller has heard the bot's last words.
+func (b *botLeg) writeLocked(typ transport.MessageType, msg []byte) bool {
+	if b.hungUp.Load() {
+		return true
+	}
+	b.writes.begin()
+	err := b.conn.Write(ctx, websocket.MessageType(typ), msg)
+	b.writes.end()
+	if err != nil && !b.hungUp.Load() {
+		b.failed("closed", "the bot's connection failed: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// sendAudio encodes a frame of the inbound pipeline's output for the bot
+// and sends it.
+func (b *botLeg) sendAudio(pcm []byte) bool {
+	n := b.u.Format.Encode(b.audio, pcm)
+	if n == 0 {
+		return true // a plugin swallowed the frame
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	typ, msg := b.sess.Audio(b.audio[:n])
+	return b.writeLocked(typ, msg)
+}
+
+// ack tells the bot its mark was played (or cleared).
+func (b *botLeg) ack(name, result string) {
+	b.c.s.metrics.marks.WithLabelValues(result).Inc()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if typ, msg, ok := b.sess.MarkPlayed(name); ok {
+		b.writeLocked(typ, msg)
+	}
+}
+
+// callerPlayed handles a mark the caller returned: when it is the next
+// of the bot's marks the caller was sent, the bot hears it played.
+func (b *botLeg) callerPlayed(name string) {
+	if b.queue.played(name) {
+		b.ack(name, "played")
+		return
+	}
+	b.c.log.Debug("mark from the caller that no bot mark matches", "mark", name)
+}
+
+// failed ends the call because its bot leg failed: why labels
+// voxhost_upstream_failures_total, reason tells the caller.
+func (b *botLeg) failed(why, reason string) {
+	select {
+	case <-b.c.done:
+		return // the call was ending anyway
+	default:
+	}
+	b.c.s.metrics.upstreamFailures.WithLabelValues(b.u.Dialect.Name(), why).Inc()
+	b.c.log.Warn("bot leg failed", "reason", reason)
+	b.c.end(websocket.StatusInternalError, reason, "bot_"+why)
+}
+
+// close tells the bot the call ended: stop, then a normal close. It runs
+// once, from end, and must not block: a bot that stopped reading would
+// hold it, so the socket is cut after a moment.
+func (b *botLeg) close() {
+	go func() {
+		if !b.hungUp.Load() && b.stopped.CompareAndSwap(false, true) {
+			b.mu.Lock()
+			if typ, msg, ok := b.sess.Stop(); ok {
+				b.writes.begin()
+				_ = b.conn.Write(ctx, websocket.MessageType(typ), msg)
+				b.writes.end()
+			}
+			b.mu.Unlock()
+		}
+		_ = b.conn.Close(websocket.StatusNormalClosure, "call ended")
+	}()
+	time.AfterFunc(2*time.Second, func() { _ = b.conn.CloseNow() })
+}
+
+// finish counts the marks that never reached the caller.
+func (b *botLeg) finish() {
+	if n := b.queue.unplayedMarks(); n > 0 {
+		b.c.s.metrics.marks.WithLabelValues("dropped").Add(float64(n))
+	}
+}
+
+// summary is what the call-ended log line says of the bot leg.
+func (b *botLeg) summary() []any {
+	q := b.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return []any{"bot_audio_ms", q.pushed / int64(q.format.BytesPerMs()), "played_ms", q.popped / int64(q.format.BytesPerMs()),
+		"cleared_ms", q.dropped / int64(q.format.BytesPerMs()), "underruns", q.underruns, "overflows", q.overflows}
+}
+
+// read is the bot reader: it reads the bot, cuts its audio into frames,
+// runs them through the outbound pipeline and queues them for the caller.
+func (b *botLeg) read() {
+	c := b.c
+	defer c.workers.Done()
+	for {
+		typ, msg, err := readMessage(b.conn, &b.readBuf, c.s.botMessageBytes())
+		if err != nil {
+			b.readFailed(err)
+			return
+		}
+		t0 := time.Now()
+		if err := b.sess.Decode(transport.MessageType(typ), msg, &b.msg); err != nil {
+			c.log.Info("malformed message from the bot", "err", err)
+			b.failed("malformed", "the voice bot sent a malformed message: "+err.Error())
+			return
+		}
+		switch b.msg.Kind {
+		case transport.KindAudio:
+			if !b.audioIn(b.msg.Audio, t0) {
+				return
+			}
+		case transport.KindMark:
+			// The audio before the mark is queued before it: a frame cut
+			// short goes out as it is.
+			if !b.flushFrame(t0) {
+				return
+			}
+			b.queue.mark(b.msg.Mark, c)
+		case transport.KindClear:
+			c.bargeIn(bargeInBot)
+		case transport.KindStop:
+			b.hangUp("the bot ended the stream")
+			return
+		case transport.KindError:
+			c.log.Warn("the bot reported an error", "error", b.msg.Text)
+		}
+	}
+}
+
+// readFailed handles the end of the bot's side: a close (normal or not)
+// while the call runs is the bot hanging up.
+func (b *botLeg) readFailed(err error) {
+	select {
+	case <-b.c.done:
+		return
+	default:
+	}
+	switch {
+	case errors.Is(err, errTooBig):
+		b.failed("malformed", fmt.Sprintf("the voice bot sent a message over %d bytes", b.c.s.botMessageBytes()))
+	case websocket.CloseStatus(err) == websocket.StatusNormalClosure || websocket.CloseStatus(err) == websocket.StatusGoingAway:
+		b.hangUp("the bot ended the call")
+	default:
+		b.c.s.metrics.upstreamFailures.WithLabelValues(b.u.Dialect.Name(), "closed").Inc()
+		b.hangUp("the bot's connection was lost")
+	}
+}
+
+// hangUp ends the call once the caller has heard what is queued.
+func (b *botLeg) hangUp(reason string) {
+	if !b.flushFrame(time.Now()) {
+		return
+	}
+	b.hungUp.Store(true)
+	b.queue.hangUp(reason)
+}
+
+// audioIn cuts the bot's audio into whole frames for the outbound
+// pipeline.
+func (b *botLeg) audioIn(audio []byte, t0 time.Time) bool {
+	for len(audio) > 0 {
+		if b.clearOutbound.Load() && !b.deliverClear() {
+			return false
+		}
+		n := copy(b.frame[b.filled:], audio)
+		b.filled += n
+		audio = audio[n:]
+		if b.filled == len(b.frame) && !b.processFrame(t0) {
+			return false
+		}
+	}
+	return true
+}
+
+// flushFrame sends on the part of a frame the bot reader holds, cut to
+// whole milliseconds (the ABI's frames are).
+func (b *botLeg) flushFrame(t0 time.Time) bool {
+	b.filled -= b.filled % b.u.Format.BytesPerMs()
+	if b.filled == 0 {
+		return true
+	}
+	return b.processFrame(t0)
+}
+
+// processFrame runs the frame held through the outbound pipeline and
+// queues the result for the caller.
+func (b *botLeg) processFrame(t0 time.Time) bool {
+	c := b.c
+	gen := b.queue.generation()
+	b.src.Frame = b.frame[:b.filled]
+	b.filled = 0
+	var pcm []byte
+	if c.out != nil {
+		var err error
+		if pcm, err = c.out.Process(&b.src); err != nil {
+			c.pluginFailed(err)
+			return false
+		}
+	} else {
+		pcm = b.pcm[:b.src.Fill(b.pcm)]
+	}
+	n := codec.EncodeUlaw(b.ulaw, pcm)
+	if !c.outEvents.empty() && !c.flushOutbound() {
+		return false
+	}
+	if n > 0 && !b.queue.push(b.ulaw[:n], gen, c.done) {
+		return false
+	}
+	c.s.metrics.relayFrame.WithLabelValues(dirOutbound).Observe(time.Since(t0).Seconds())
+	return true
+}
+
+// deliverClear tells the outbound plugins of a barge-in and drops the
+// frame being cut: both were audio from before it.
+func (b *botLeg) deliverClear() bool {
+	b.clearOutbound.Store(false)
+	b.filled = 0
+	if b.c.out == nil {
+		return true
+	}
+	if err := b.c.out.Event(abi.EventClear, 0, nil); err != nil {
+		b.c.pluginFailed(err)
+		return false
+	}
+	return b.c.outEvents.empty() || b.c.flushOutbound()
+}
+
+// bargeIn empties the playout queue: the caller spoke over the bot (a
+// clear from an inbound plugin) or the bot asked (its clear). The caller's
+// protocol gets its clear, the marks that were queued are acknowledged as
+// their carrier would, the bot hears what the caller heard, and the
+// outbound plugins get EventClear before their next frame.
+func (c *call) bargeIn(source string) {
+	b := c.bot
+	c.s.metrics.bargeIns.WithLabelValues(source).Inc()
+	heardMs, cleared := b.queue.clear()
+	c.renderCaller(c.sess.Clear)
+	for _, name := range cleared {
+		b.ack(name, "cleared")
+	}
+	b.mu.Lock()
+	_ = b.sess.Interrupted(heardMs, source == bargeInBot, func(typ transport.MessageType, msg []byte) error {
+		if !b.writeLocked(typ, msg) {
+			return errors.New("write failed")
+		}
+		return nil
+	})
+	b.mu.Unlock()
+	b.clearOutbound.Store(true)
+	c.log.Debug("barge-in", "source", source, "heard_ms", heardMs, "marks_cleared", len(cleared))
+}
+
+// dialFailure classifies a failed dial, as a metric label and in words: a
+// timeout, a refused connection, a handshake the bot answered with an HTTP
+// error, or another network failure.
+func dialFailure(err error, resp *http.Response, timeout time.Duration) (string, string) {
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "connect_timeout", fmt.Sprintf("no answer within %v", timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused", "connection refused"
+	case resp != nil:
+		return "handshake", "the bot refused the WebSocket handshake: HTTP " + resp.Status
+	case errors.As(err, &opErr):
+		return "unreachable", opErr.Err.Error()
+	}
+	return "unreachable", err.Error()
+}

@@ -1,0 +1,334 @@
+package server
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/transport"
+)
+
+// playout is a relayed call's queue of bot audio for the caller, in the
+// caller's format, with the bot's marks at their places in it. The bot
+// reader pushes; the playout goroutine sends it to the caller paced by the
+// clock: at real time where the host owns timing, up to a bounded
+// send-ahead where the caller's protocol buffers (Twilio).
+type playout struct {
+	s          *Server
+	format     codec.Format
+	frameBytes int
+	limit      int
+	sendAhead  time.Duration
+	buffers    bool // the caller's protocol buffers and returns marks
+
+	mu   sync.Mutex
+	ring []byte
+	head int
+	size int
+	// pushed, popped and dropped are byte counts since the call began:
+	// the queue's head sits at popped+dropped in the bot's audio.
+	pushed, popped, dropped int64
+	// gen changes on every clear: a frame processed from before a clear
+	// is not queued after it.
+	gen atomic.Uint64
+	// marks are bot marks not yet reached, in order; sent are those sent
+	// to a buffering caller and not yet returned.
+	marks []queuedMark
+	sent  []string
+	// playEnd is when the audio sent so far ends playing at the caller.
+	playEnd time.Time
+	started bool
+
+	underruns, overflows int64
+	hungUp               bool
+	hangReason           string
+
+	wake, space chan struct{}
+}
+
+type queuedMark struct {
+	pos  int64 // pushed when the mark came
+	name string
+}
+
+// maxMarks bounds the marks a call holds, queued or sent: a bot that sends
+// marks without audio between them could otherwise grow the queue.
+const maxMarks = 1024
+
+// underrunGap is the longest silence between two pieces of a bot's audio
+// that counts as a gap in one answer (an underrun) rather than a pause
+// between answers; underrunJitter is the shortest, under which a client's
+// own buffer absorbs it.
+const (
+	underrunGap    = 100 * time.Millisecond
+	underrunJitter = 5 * time.Millisecond
+)
+
+// initialPlayout is the queue's first allocation: a bot that streams at
+// real time never needs more; one that sends ahead grows it, up to the
+// limit, once.
+const initialPlayout = 200 * time.Millisecond
+
+func newPlayout(s *Server, f codec.Format) *playout {
+	bpm := f.BytesPerMs()
+	q := &playout{
+		s:          s,
+		format:     f,
+		frameBytes: outboundFrameMs * bpm,
+		limit:      int(s.opts.PlayoutQueue.Milliseconds()) * bpm,
+		ring:       make([]byte, int(initialPlayout.Milliseconds())*bpm),
+		wake:       make(chan struct{}, 1),
+		space:      make(chan struct{}, 1),
+	}
+	q.limit = max(q.limit, q.frameBytes)
+	return q
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (q *playout) generation() uint64 { return q.gen.Load() }
+
+// push queues a frame the bot reader processed in generation gen; one
+// from before a clear is dropped. A full queue holds the reader back until
+// there is room (counted as an overflow) or done closes; false means done.
+func (q *playout) push(b []byte, gen uint64, done <-chan struct{}) bool {
+	waited := false
+	for {
+		q.mu.Lock()
+		if gen != q.gen.Load() {
+			q.mu.Unlock()
+			return true
+		}
+		if q.size+len(b) <= q.limit {
+			break
+		}
+		if !waited {
+			waited = true
+			q.overflows++
+			q.s.metrics.overflows.Inc()
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.space:
+		case <-done:
+			return false
+		}
+	}
+	if q.size == 0 && q.started {
+		if gap := time.Since(q.playEnd); gap > underrunJitter && gap <= underrunGap {
+			q.underruns++
+			q.s.metrics.underruns.Inc()
+		}
+	}
+	if q.size+len(b) > len(q.ring) {
+		q.grow(q.size + len(b))
+	}
+	tail := (q.head + q.size) % len(q.ring)
+	n := copy(q.ring[tail:], b)
+	copy(q.ring, b[n:])
+	q.size += len(b)
+	q.pushed += int64(len(b))
+	q.mu.Unlock()
+	signal(q.wake)
+	return true
+}
+
+// grow makes room for need bytes, doubling up to the limit.
+func (q *playout) grow(need int) {
+	ring := make([]byte, min(max(2*len(q.ring), need), q.limit))
+	n := copy(ring, q.ring[q.head:min(q.head+q.size, len(q.ring))])
+	copy(ring[n:], q.ring[:q.size-n])
+	q.ring, q.head = ring, 0
+}
+
+// mark queues a bot mark after the audio queued so far. Past maxMarks the
+// mark is acknowledged at once, and counted dropped.
+func (q *playout) mark(name string, c *call) {
+	q.mu.Lock()
+	if len(q.marks)+len(q.sent) >= maxMarks {
+		q.mu.Unlock()
+		c.log.Warn("the bot sent more marks than the host holds: acknowledged at once", "limit", maxMarks)
+		c.bot.ack(name, "dropped")
+		return
+	}
+	q.marks = append(q.marks, queuedMark{pos: q.pushed, name: name})
+	q.mu.Unlock()
+	signal(q.wake)
+}
+
+// played takes name from the marks sent to the caller and says whether it
+// was one.
+func (q *playout) played(name string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, n := range q.sent {
+		if n == name {
+			q.sent = append(q.sent[:i], q.sent[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// clear drops the queued audio and marks and returns where in the bot's
+// audio the caller stopped hearing it, in ms, with the marks dropped.
+func (q *playout) clear() (heardMs int64, cleared []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	bpm := int64(q.format.BytesPerMs())
+	// What was sent but not yet played is gone too: the caller's clear
+	// drops it at a buffering carrier, and for the rest it is under a
+	// frame.
+	unplayed := max(q.playEnd.Sub(now), 0).Milliseconds() * bpm
+	heardMs = max(q.popped+q.dropped-unplayed, 0) / bpm
+	q.dropped += int64(q.size)
+	q.size, q.head = 0, 0
+	q.gen.Add(1)
+	for _, m := range q.marks {
+		cleared = append(cleared, m.name)
+	}
+	q.marks = q.marks[:0]
+	q.playEnd = now
+	signal(q.space)
+	return heardMs, cleared
+}
+
+// hangUp records that the bot ended the call: the playout ends it once
+// the queue is empty.
+func (q *playout) hangUp(reason string) {
+	q.mu.Lock()
+	q.hungUp, q.hangReason = true, reason
+	q.mu.Unlock()
+	signal(q.wake)
+}
+
+// unplayedMarks counts the bot's marks the caller never reached.
+func (q *playout) unplayedMarks() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.marks) + len(q.sent)
+}
+
+// step is what the playout goroutine does next.
+type step struct {
+	n     int           // bytes of audio to send, in the frame buffer
+	marks []string      // marks reached, after the audio before them
+	wait  time.Duration // nothing is due before this long
+	idle  bool          // nothing is queued
+	ended bool          // the bot hung up and all it said was sent
+}
+
+// next fills frame with the audio due at now, or says what is next.
+func (q *playout) next(frame []byte, now time.Time, marks []string) step {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	// A mark is reached once the audio before it is sent (a buffering
+	// caller returns it when played) or, where the host owns timing, has
+	// played.
+	for len(q.marks) > 0 && q.marks[0].pos <= q.popped+q.dropped {
+		if !q.buffers && q.playEnd.After(now) {
+			if len(marks) == 0 {
+				return step{wait: q.playEnd.Sub(now)}
+			}
+			break
+		}
+		marks = append(marks, q.marks[0].name)
+		if q.buffers {
+			q.sent = append(q.sent, q.marks[0].name)
+		}
+		q.marks = append(q.marks[:0], q.marks[1:]...)
+	}
+	if len(marks) > 0 {
+		return step{marks: marks}
+	}
+	if q.size == 0 {
+		return step{idle: true, ended: q.hungUp}
+	}
+	if q.playEnd.Before(now) {
+		q.playEnd = now // the caller heard everything: start again from now
+	}
+	if due := q.playEnd.Add(-q.sendAhead); due.After(now) {
+		return step{wait: due.Sub(now)}
+	}
+	n := min(q.size, q.frameBytes)
+	k := copy(frame[:n], q.ring[q.head:])
+	copy(frame[k:n], q.ring)
+	q.head = (q.head + n) % len(q.ring)
+	q.size -= n
+	q.popped += int64(n)
+	q.playEnd = q.playEnd.Add(time.Duration(n/q.format.BytesPerMs()) * time.Millisecond)
+	q.started = true
+	q.s.metrics.playoutDepth.Observe(float64(q.size/q.format.BytesPerMs()) / 1000)
+	signal(q.space)
+	return step{n: n}
+}
+
+// playout is the relayed call's playout goroutine: it sends the bot's
+// queued audio to the caller as the clock allows, and its marks after it.
+func (c *call) playout() {
+	defer c.workers.Done()
+	b := c.bot
+	q := b.queue
+	frame := make([]byte, q.frameBytes)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var marks []string
+	for {
+		st := q.next(frame, time.Now(), marks[:0])
+		switch {
+		case st.ended:
+			c.end(websocket.StatusNormalClosure, q.hangReason, "bot_hangup")
+			return
+		case st.idle:
+			select {
+			case <-q.wake:
+			case <-c.done:
+				return
+			}
+			continue
+		case st.wait > 0:
+			timer.Reset(st.wait)
+			select {
+			case <-timer.C:
+			case <-q.wake:
+				timer.Stop()
+			case <-c.done:
+				timer.Stop()
+				return
+			}
+			continue
+		}
+		if st.n > 0 {
+			if !c.sendCallerAudio(frame[:st.n]) {
+				return
+			}
+			c.framesOut.Inc()
+		}
+		for _, name := range st.marks {
+			if !c.markReached(name) {
+				return
+			}
+		}
+		marks = st.marks
+	}
+}
+
+// markReached sends a bot mark on: to a buffering caller, which returns
+// it once played; where the host owns timing it has played, and the bot
+// hears so at once (the caller sees the mark too).
+func (c *call) markReached(name string) bool {
+	ok := c.renderCaller(func() (transport.MessageType, []byte, bool) { return c.sess.Mark(name) })
+	if !c.bot.queue.buffers {
+		c.bot.ack(name, "played")
+	}
+	return ok
+}
