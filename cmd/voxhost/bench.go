@@ -147,6 +147,7 @@ func benchCommand() *cli.Command {
 					return nil
 				},
 			},
+			benchBotCommand(),
 		},
 	}
 }
