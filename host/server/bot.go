@@ -406,8 +406,12 @@ func (b *botLeg) deliverClear() bool {
 func (c *call) bargeIn(source string) {
 	b := c.bot
 	c.s.metrics.bargeIns.WithLabelValues(source).Inc()
+	c.callerMu.Lock()
 	heardMs, cleared := b.queue.clear()
-	c.renderCaller(c.sess.Clear)
+	if typ, msg, ok := c.sess.Clear(); ok {
+		c.writeCallerLocked(typ, msg)
+	}
+	c.callerMu.Unlock()
 	for _, name := range cleared {
 		b.ack(name, "cleared")
 	}

@@ -67,6 +67,13 @@ const (
 	underrunJitter = 5 * time.Millisecond
 )
 
+// catchUp is how late the playout may fall (its goroutine woken late on a
+// busy machine) and still keep to its schedule by sending the late frames
+// at once; later than that, or after the queue ran dry, the schedule
+// starts again from now. Without it, every late wake-up would stretch the
+// bot's answer.
+const catchUp = 500 * time.Millisecond
+
 // initialPlayout is the queue's first allocation: a bot that streams at
 // real time never needs more; one that sends ahead grows it, up to the
 // limit, once.
@@ -221,6 +228,7 @@ func (q *playout) unplayedMarks() int {
 // step is what the playout goroutine does next.
 type step struct {
 	n     int           // bytes of audio to send, in the frame buffer
+	gen   uint64        // the queue's generation the audio was taken in
 	marks []string      // marks reached, after the audio before them
 	wait  time.Duration // nothing is due before this long
 	idle  bool          // nothing is queued
@@ -253,7 +261,7 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	if q.size == 0 {
 		return step{idle: true, ended: q.hungUp}
 	}
-	if q.playEnd.Before(now) {
+	if q.playEnd.Before(now.Add(-catchUp)) {
 		q.playEnd = now // the caller heard everything: start again from now
 	}
 	if due := q.playEnd.Add(-q.sendAhead); due.After(now) {
@@ -269,7 +277,7 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	q.started = true
 	q.s.metrics.playoutDepth.Observe(float64(q.size/q.format.BytesPerMs()) / 1000)
 	signal(q.space)
-	return step{n: n}
+	return step{n: n, gen: q.gen.Load()}
 }
 
 // playout is the relayed call's playout goroutine: it sends the bot's
@@ -307,11 +315,8 @@ func (c *call) playout() {
 			}
 			continue
 		}
-		if st.n > 0 {
-			if !c.sendCallerAudio(frame[:st.n]) {
-				return
-			}
-			c.framesOut.Inc()
+		if st.n > 0 && !c.sendPlayout(frame[:st.n], st.gen) {
+			return
 		}
 		for _, name := range st.marks {
 			if !c.markReached(name) {
@@ -320,6 +325,24 @@ func (c *call) playout() {
 		}
 		marks = st.marks
 	}
+}
+
+// sendPlayout writes a frame taken from the queue in generation gen to
+// the caller, unless a barge-in cleared the queue since: the clear and the
+// check are both made under callerMu, so no audio queued before a clear
+// reaches the caller after the clear message.
+func (c *call) sendPlayout(ulaw []byte, gen uint64) bool {
+	c.callerMu.Lock()
+	defer c.callerMu.Unlock()
+	if c.bot.queue.generation() != gen {
+		return true
+	}
+	typ, msg := c.sess.Audio(ulaw)
+	if !c.writeCallerLocked(typ, msg) {
+		return false
+	}
+	c.framesOut.Inc()
+	return true
 }
 
 // markReached sends a bot mark on: to a buffering caller, which returns

@@ -53,6 +53,24 @@ func newHost(t testing.TB, pipelines map[string]string, tweak func(*server.Optio
 // compile cache).
 func newHostOn(t testing.TB, rtOpts plugin.Options, pipelines map[string]string, tweak func(*server.Options)) *testHost {
 	t.Helper()
+	routes := map[string]routeSpec{}
+	for name, spec := range pipelines {
+		routes[name] = routeSpec{inbound: spec}
+	}
+	return newRoutesHost(t, rtOpts, routes, tweak)
+}
+
+// routeSpec is a route of inline pipeline specs: inbound, outbound ("" for
+// none) and an upstream (nil for an echo).
+type routeSpec struct {
+	inbound, outbound string
+	upstream          *server.Upstream
+}
+
+// newRoutesHost serves the given routes; the one named "main" is the
+// default.
+func newRoutesHost(t testing.TB, rtOpts plugin.Options, routes map[string]routeSpec, tweak func(*server.Options)) *testHost {
+	t.Helper()
 	ctx := context.Background()
 	rtOpts.CacheDir = "-"
 	rt, err := plugin.NewRuntime(ctx, rtOpts)
@@ -60,18 +78,26 @@ func newHostOn(t testing.TB, rtOpts plugin.Options, pipelines map[string]string,
 		t.Fatal(err)
 	}
 	cat := catalog.New(rt, "")
-	defs := map[string]*pipeline.Definition{}
-	for name, spec := range pipelines {
+	define := func(name, spec string) *pipeline.Definition {
+		t.Helper()
+		if spec == "" {
+			return nil
+		}
 		specs, err := pipeline.ParseSpec(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if defs[name], err = cat.Definition(ctx, name, specs); err != nil {
+		def, err := cat.Definition(ctx, name, specs)
+		if err != nil {
 			t.Fatal(err)
 		}
+		return def
 	}
-	opts := server.Options{Runtime: rt, Routes: server.EchoRoutes(defs), DefaultRoute: "main",
-		Logger: quietLogger()}
+	rs := map[string]*server.Route{}
+	for name, r := range routes {
+		rs[name] = &server.Route{Name: name, Inbound: define(name, r.inbound), Outbound: define(name+".outbound", r.outbound), Upstream: r.upstream}
+	}
+	opts := server.Options{Runtime: rt, Routes: rs, DefaultRoute: "main", Logger: quietLogger()}
 	if tweak != nil {
 		tweak(&opts)
 	}
