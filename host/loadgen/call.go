@@ -30,6 +30,21 @@ type call struct {
 	open  [][]byte // messages that start the stream (Twilio), before any frame
 	buf   []byte   // the receiver's message buffer
 
+	// What the receiver alone touches. owed is the audio received towards
+	// the next frame's answer; played is when the audio received so far
+	// ends, played out as a Twilio caller plays it (from when it arrives,
+	// one after another), which is when Twilio returns a mark sent after
+	// it.
+	owed   int
+	played time.Duration
+	// marks carries the host's marks to returnMarks (Twilio only), with
+	// the time each is due back; markHead is the returned mark message up
+	// to the name.
+	marks         chan markAck
+	markHead      []byte
+	marksReturned atomic.Int64
+	marksDropped  atomic.Int64
+
 	conn    atomic.Pointer[websocket.Conn] // for the run's abort
 	closing atomic.Bool                    // set before we close the socket, so its error is ours
 
@@ -74,6 +89,9 @@ func (c *call) run(ctx context.Context) {
 	}
 	c.fl.first = r.firstSlot(c.index, time.Since(r.origin))
 	done := make(chan struct{})
+	if c.marks != nil {
+		go c.returnMarks(conn, done)
+	}
 	go c.receive(conn, done)
 	sendErr := c.send(conn)
 	if sendErr == nil {
@@ -123,11 +141,19 @@ func (c *call) send(conn *websocket.Conn) error {
 }
 
 // receive reads replies until every frame the call will send is answered
-// or the socket closes, and records each audio reply's round trip.
+// or the socket closes, and records each frame's round trip.
+//
+// A frame is answered by its length of audio, not by a message: a relayed
+// call's audio comes back cut and paced by the host's playout clock, in
+// messages that need not match the frames sent, and the k-th frame is
+// answered when the audio received adds up to k+1 frames. Nothing in the
+// audio says which frame it was: the route's plugins (a gain, an AGC)
+// change every sample, so a nonce would not survive them, while the order
+// and the length of the audio do.
 func (c *call) receive(conn *websocket.Conn, done chan<- struct{}) {
 	defer close(done)
 	for c.fl.received.Load() < c.r.frames {
-		typ, n, err := readMessage(conn, c.buf)
+		typ, n, size, err := readMessage(conn, c.buf)
 		if err != nil {
 			if !c.closing.Load() {
 				c.readErr = err
@@ -135,74 +161,201 @@ func (c *call) receive(conn *websocket.Conn, done chan<- struct{}) {
 			return
 		}
 		now := time.Since(c.r.origin)
-		if !c.isAudio(typ, c.buf[:n]) {
+		msg := c.buf[:n]
+		audio := c.audioBytes(typ, msg, size)
+		if audio == 0 {
+			if c.marks != nil && typ == websocket.MessageText && twilioEvent(msg, "mark") {
+				c.returnMark(msg, now)
+			}
 			continue
 		}
-		rtt, ok := c.fl.reply(now)
-		if !ok {
-			c.extra++
-			continue
+		c.played = max(c.played, now) + time.Duration(audio)*time.Second/ulawRate
+		for c.owed += audio; c.owed >= FrameBytes; c.owed -= FrameBytes {
+			rtt, ok := c.fl.reply(now)
+			if !ok {
+				c.extra++
+				continue
+			}
+			c.shard.recordRTT(rtt)
 		}
-		c.shard.recordRTT(rtt)
 	}
 }
 
-// readMessage reads one message into buf and returns its type and length,
-// at most len(buf). Of a longer message the head is kept and the rest read
-// over buf's second half, since a reply is told apart by its head.
-func readMessage(conn *websocket.Conn, buf []byte) (websocket.MessageType, int, error) {
+// readMessage reads one message into buf and returns its type, the bytes
+// kept (at most len(buf)) and its whole length. Of a longer message the
+// head is kept and the rest read over buf's second half, since a reply is
+// told apart by its head.
+func readMessage(conn *websocket.Conn, buf []byte) (typ websocket.MessageType, n, size int, err error) {
 	typ, rd, err := conn.Reader(bg)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	n := 0
 	for {
 		dst := buf[n:]
 		if len(dst) == 0 {
 			dst = buf[len(buf)/2:]
 		}
 		m, err := rd.Read(dst)
-		n = min(n+m, len(buf))
+		n, size = min(n+m, len(buf)), size+m
 		if err == io.EOF {
-			return typ, n, nil
+			return typ, n, size, nil
 		}
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 	}
 }
 
-// isAudio tells an audio reply from the rest: plugin events on raw,
-// marks and clears on Twilio.
-func (c *call) isAudio(typ websocket.MessageType, msg []byte) bool {
+// audioBytes is the μ-law audio a reply carries, 0 for the rest: plugin
+// events on raw, marks and clears on Twilio. size is the reply's whole
+// length, of which msg is the head.
+func (c *call) audioBytes(typ websocket.MessageType, msg []byte, size int) int {
 	if c.r.cfg.Protocol == ProtocolRaw {
-		return typ == websocket.MessageBinary
+		if typ != websocket.MessageBinary {
+			return 0
+		}
+		return size
 	}
-	return typ == websocket.MessageText && twilioEvent(msg, "media")
+	if typ != websocket.MessageText || !twilioEvent(msg, "media") {
+		return 0
+	}
+	if n, ok := twilioPayloadBytes(msg); ok {
+		return n
+	}
+	return FrameBytes // a payload past the head: count it a frame
+}
+
+// twilioPayloadBytes is the length of a media message's decoded payload,
+// counted from its base64 text without decoding it; false if the payload
+// does not end within msg.
+func twilioPayloadBytes(msg []byte) (int, bool) {
+	rest := memberValue(msg, `"payload"`)
+	if len(rest) == 0 || rest[0] != '"' {
+		return 0, false
+	}
+	end := bytes.IndexByte(rest[1:], '"')
+	if end < 0 {
+		return 0, false
+	}
+	b64 := rest[1 : 1+end]
+	// An escaped solidus (\/) is one character of base64; base64 has no
+	// other character JSON escapes.
+	chars := len(b64) - bytes.Count(b64, []byte{'\\'})
+	pad := 0
+	for j := len(b64) - 1; j >= 0 && b64[j] == '=' && pad < 2; j-- {
+		pad++
+	}
+	return chars/4*3 - pad, true
+}
+
+// maxMarks bounds the marks a Twilio call holds for returning.
+const maxMarks = 64
+
+// ulawRate is the sample rate of the μ-law both protocols carry, in Hz.
+const ulawRate = 8000
+
+// markAck is a mark the host sent a Twilio call and when to return it.
+type markAck struct {
+	due  time.Duration // since the run's origin
+	name []byte        // the name's JSON string token, quoted
+}
+
+// returnMark queues the host's mark msg for returning once the audio
+// received before it has played, as Twilio does. Marks are rare (one per
+// utterance of a bot), so each may allocate.
+func (c *call) returnMark(msg []byte, now time.Duration) {
+	name, ok := twilioMarkName(msg)
+	if !ok {
+		return
+	}
+	select {
+	case c.marks <- markAck{due: max(now, c.played), name: bytes.Clone(name)}:
+	default:
+		// More marks outstanding than the queue holds: the host sends them
+		// faster than audio plays, which Twilio would return late, too.
+		c.marksDropped.Add(1)
+	}
+}
+
+// returnMarks sends each queued mark back at its time, until the receiver
+// ends.
+func (c *call) returnMarks(conn *websocket.Conn, done <-chan struct{}) {
+	var msg []byte
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		var m markAck
+		select {
+		case m = <-c.marks:
+		case <-done:
+			return
+		}
+		if wait := time.Until(c.r.origin.Add(m.due)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-done:
+				timer.Stop()
+				return
+			}
+		}
+		msg = append(append(append(msg[:0], c.markHead...), m.name...), "}}"...)
+		if conn.Write(bg, websocket.MessageText, msg) != nil {
+			return
+		}
+		c.marksReturned.Add(1)
+	}
+}
+
+// twilioMarkName returns the JSON string token of a mark message's
+// mark.name, quotes and escapes as sent.
+func twilioMarkName(msg []byte) ([]byte, bool) {
+	rest := memberValue(msg, `"name"`)
+	if len(rest) == 0 || rest[0] != '"' {
+		return nil, false
+	}
+	for j := 1; j < len(rest); j++ {
+		switch rest[j] {
+		case '\\':
+			j++
+		case '"':
+			return rest[:j+1], true
+		}
+	}
+	return nil, false
 }
 
 // twilioEvent reports whether msg's "event" member is the string event,
 // without decoding the message: a media reply is read on every frame.
 func twilioEvent(msg []byte, event string) bool {
-	i := bytes.Index(msg, []byte(`"event"`))
-	if i < 0 {
-		return false
-	}
-	rest := bytes.TrimLeft(msg[i+len(`"event"`):], " \t\r\n")
-	if len(rest) == 0 || rest[0] != ':' {
-		return false
-	}
-	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	rest := memberValue(msg, `"event"`)
 	return len(rest) > len(event)+1 && rest[0] == '"' && string(rest[1:1+len(event)]) == event && rest[1+len(event)] == '"'
 }
 
+// memberValue returns what follows the first member named key (quoted)
+// in msg and its colon, from the value on; nil if there is none. It reads
+// the few members a reply is told by without decoding it, which the
+// receiver does for every frame; a key inside a string value would fool
+// it, and no message the host sends has one.
+func memberValue(msg []byte, key string) []byte {
+	i := bytes.Index(msg, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	rest := bytes.TrimLeft(msg[i+len(key):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return nil
+	}
+	return bytes.TrimLeft(rest[1:], " \t\r\n")
+}
+
 // twilioMessages renders the messages of call n of a run: connected and
-// start, which open the stream, and the media message sent as every
-// frame. Twilio's docs give their shape; the same media message (same
+// start, which open the stream, the media message sent as every frame,
+// and the head of a returned mark, up to its name. Twilio's docs give their shape; the same media message (same
 // sequence number, chunk and payload) serves every frame, since a server
 // has no reason to check them and rendering each would cost the
 // generator an allocation per frame.
-func twilioMessages(nonce int64, n int, pipeline string, frame []byte) (open [][]byte, media []byte) {
+func twilioMessages(nonce int64, n int, pipeline string, frame []byte) (open [][]byte, media, markHead []byte) {
 	sid := fmt.Sprintf("MZ%016x%016x", uint64(nonce), n)
 	params := "{}"
 	if pipeline != "" {
@@ -216,7 +369,8 @@ func twilioMessages(nonce int64, n int, pipeline string, frame []byte) (open [][
 	}
 	media = fmt.Appendf(nil, `{"event":"media","sequenceNumber":"2","media":{"track":"inbound","chunk":"1","timestamp":"0","payload":%q},"streamSid":%q}`,
 		base64.StdEncoding.EncodeToString(frame), sid)
-	return open, media
+	markHead = fmt.Appendf(nil, `{"event":"mark","sequenceNumber":"3","streamSid":%q,"mark":{"name":`, sid)
+	return open, media, markHead
 }
 
 // sleepUntil waits for t or the context.

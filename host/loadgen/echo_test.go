@@ -19,11 +19,14 @@ import (
 // stall: replies due in a window of wall time wait until it ends, while
 // frames keep being read. It also sends a non-audio message now and then
 // (an event on raw, a mark on Twilio), which the generator must ignore.
-// It has no /metrics.
+// With chunk set, it answers in messages of chunk bytes of audio instead
+// of one per frame, as a relay's playout re-frames a bot's audio. It has
+// no /metrics.
 type echoServer struct {
 	url                string
 	delay              time.Duration
 	stallFrom, stallTo time.Time
+	chunk              int // set before the first call
 
 	framesIn atomic.Int64
 	inStall  atomic.Int64 // frames that arrived during the stall
@@ -89,23 +92,22 @@ func (e *echoServer) serve(w http.ResponseWriter, r *http.Request, twilio bool) 
 		}
 	}()
 	defer close(queue)
+	var held []byte // audio not yet answered, with chunk set
 	for {
 		typ, msg, err := conn.Read(ctx)
 		if err != nil {
 			return
 		}
 		now := time.Now()
-		reply := msg
+		audio := msg
 		if twilio {
 			if !strings.Contains(string(msg), `"event":"media"`) {
 				continue
 			}
 			i := strings.Index(string(msg), `"payload":"`) + len(`"payload":"`)
-			payload := string(msg[i : i+strings.IndexByte(string(msg[i:]), '"')])
-			if _, err := base64.StdEncoding.DecodeString(payload); err != nil {
+			if audio, err = base64.StdEncoding.DecodeString(string(msg[i : i+strings.IndexByte(string(msg[i:]), '"')])); err != nil {
 				return
 			}
-			reply = fmt.Appendf(nil, `{"event": "media", "streamSid": "MZ1", "media": {"payload": %q}}`, payload)
 		} else if typ != websocket.MessageBinary {
 			continue
 		}
@@ -113,6 +115,23 @@ func (e *echoServer) serve(w http.ResponseWriter, r *http.Request, twilio bool) 
 		if e.stalled(now) {
 			e.inStall.Add(1)
 		}
-		queue <- pending{at: now, reply: reply}
+		held = append(held, audio...)
+		n := len(held)
+		if e.chunk > 0 {
+			n = len(held) / e.chunk * e.chunk
+		}
+		for off := 0; off < n; {
+			size := n - off
+			if e.chunk > 0 {
+				size = e.chunk
+			}
+			reply := held[off : off+size : off+size]
+			if twilio {
+				reply = fmt.Appendf(nil, `{"event": "media", "streamSid": "MZ1", "media": {"payload": %q}}`, base64.StdEncoding.EncodeToString(reply))
+			}
+			queue <- pending{at: now, reply: reply}
+			off += size
+		}
+		held = append([]byte(nil), held[n:]...)
 	}
 }

@@ -102,7 +102,7 @@ func Idle(ctx context.Context, cfg Config, n int) (IdleResult, error) {
 				defer close(ic.done)
 				buf := make([]byte, 512)
 				for {
-					if _, _, err := readMessage(conn, buf); err != nil {
+					if _, _, _, err := readMessage(conn, buf); err != nil {
 						ic.dropped.Store(!ic.closing.Load())
 						return
 					}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func TestPerFrameBookkeepingAllocatesNothing(t *testing.T) {
 			t.Fatal("reply without a frame")
 		}
 		s.recordRTT(rtt)
-		if !twilioEvent([]byte(`{"event":"media","streamSid":"MZ1","media":{"payload":"AAAA"}}`), "media") {
+		if n, ok := twilioPayloadBytes([]byte(`{"event":"media","streamSid":"MZ1","media":{"payload":"AAAA"}}`)); !ok || n != 3 {
 			t.Fatal("media reply not recognized")
 		}
 	})
@@ -375,6 +376,57 @@ func TestRTTOfADelayingServer(t *testing.T) {
 				t.Errorf("%d round trips recorded for %d frames: the server's other messages were counted", res.RTT.Count, res.FramesDue)
 			}
 		})
+	}
+}
+
+// TestAnswersCutDifferently runs calls against a server that answers in
+// messages of other sizes than the frames sent, as a relay's playout does:
+// half frames, and two frames at a time. Each frame is answered by its
+// length of audio, so every frame is matched once and none is extra.
+func TestAnswersCutDifferently(t *testing.T) {
+	for _, chunk := range []int{FrameBytes / 2, 2 * FrameBytes} {
+		srv := newEchoServer(t, 0, 0, 0)
+		srv.chunk = chunk
+		for _, proto := range []string{ProtocolRaw, ProtocolTwilio} {
+			t.Run(fmt.Sprintf("%s in %d-byte messages", proto, chunk), func(t *testing.T) {
+				res, err := Run(context.Background(), Config{URL: srv.url, Protocol: proto, Calls: 4, Duration: 600 * time.Millisecond,
+					Ramp: 100 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.FramesReceived != res.FramesDue || res.RTT.Count != res.FramesDue || res.ExtraReplies != 0 {
+					t.Errorf("received %d of %d, %d round trips, %d extra", res.FramesReceived, res.FramesDue, res.RTT.Count, res.ExtraReplies)
+				}
+				// The first frame of each pair waits a period for the second,
+				// which is answered at once: a mean of about half a period.
+				if chunk > FrameBytes && res.RTT.Mean < 5*time.Millisecond {
+					t.Errorf("rtt mean %v: the first frame of each pair was answered before its pair arrived", res.RTT.Mean)
+				}
+			})
+		}
+	}
+}
+
+func TestTwilioPayloadBytes(t *testing.T) {
+	for msg, want := range map[string]int{
+		`{"event":"media","media":{"payload":"AAAA"}}`:     3,
+		`{"event":"media","media":{"payload" : "AAA="}}`:   2,
+		`{"event":"media","media":{"payload":"AA=="}}`:     1,
+		`{"event":"media","media":{"payload":"\/\/\/\/"}}`: 3,
+		`{"event":"media","media":{"payload":""}}`:         0,
+		`{"event":"media","media":{"payload":"AAAA`:        -1,
+		`{"event":"media"}`:                                -1,
+	} {
+		got, ok := twilioPayloadBytes([]byte(msg))
+		if !ok {
+			got = -1
+		}
+		if got != want {
+			t.Errorf("twilioPayloadBytes(%s) = %d, want %d", msg, got, want)
+		}
+	}
+	if name, ok := twilioMarkName([]byte(`{"event":"mark","streamSid":"MZ1","mark":{"name":"a \"quoted\" one"}}`)); !ok || string(name) != `"a \"quoted\" one"` {
+		t.Errorf("mark name %s, %v", name, ok)
 	}
 }
 

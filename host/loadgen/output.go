@@ -82,7 +82,7 @@ func (sr SweepResult) WriteTable(w io.Writer) error {
 				fmt.Fprintf(&b, "%d calls, rep %d: %s\n", p.Calls, p.Rep, e)
 			}
 			if p.ExtraReplies > 0 {
-				fmt.Fprintf(&b, "%d calls, rep %d: %d audio replies beyond the frames sent: the server sends audio of its own, and round trips are unreliable\n",
+				fmt.Fprintf(&b, "%d calls, rep %d: %d frames of audio beyond the frames sent: the server sends audio of its own, and round trips are unreliable\n",
 					p.Calls, p.Rep, p.ExtraReplies)
 			}
 			// A late sender means the generator, not the server, ran short of
@@ -130,6 +130,8 @@ type (
 		FramesFailed      int64       `json:"frames_failed"`
 		ConnectionsFailed int         `json:"connections_failed"`
 		ExtraReplies      int64       `json:"extra_replies"`
+		MarksReturned     int64       `json:"marks_returned"`
+		MarksDropped      int64       `json:"marks_dropped"`
 		ConnectP50Ms      float64     `json:"connect_p50_ms"`
 		ConnectP95Ms      float64     `json:"connect_p95_ms"`
 		RTTMs             jsonLatency `json:"rtt_ms"`
@@ -204,7 +206,8 @@ func (sr SweepResult) WriteJSON(w io.Writer) error {
 		jp := jsonPoint{
 			Calls: p.Calls, Rep: p.Rep, ElapsedS: p.Elapsed.Seconds(),
 			FramesDue: p.FramesDue, FramesSent: p.FramesSent, FramesReceived: p.FramesReceived, FramesFailed: p.FramesFailed,
-			ConnectionsFailed: p.ConnectionsFailed, ExtraReplies: p.ExtraReplies, ConnectP50Ms: msf(p.ConnectP50), ConnectP95Ms: msf(p.ConnectP95),
+			ConnectionsFailed: p.ConnectionsFailed, ExtraReplies: p.ExtraReplies,
+			MarksReturned: p.MarksReturned, MarksDropped: p.MarksDropped, ConnectP50Ms: msf(p.ConnectP50), ConnectP95Ms: msf(p.ConnectP95),
 			RTTMs: latencyJSON(p.RTT), SendLagMs: latencyJSON(p.SendLag), Throughput: p.Throughput,
 			Saturated: p.Saturated, SaturationReasons: nonNil(p.SaturationReasons), Errors: nonNil(p.Errors),
 		}

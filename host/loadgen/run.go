@@ -39,8 +39,9 @@ type Result struct {
 	FramesDue int64
 	// FramesSent counts the frames written to sockets.
 	FramesSent int64
-	// FramesReceived counts frames answered (by an audio reply) within
-	// the grace period after the call's last frame.
+	// FramesReceived counts frames answered (by as much audio, in one
+	// reply or several) within the grace period after the call's last
+	// frame.
 	FramesReceived int64
 	// FramesFailed is FramesDue − FramesReceived: unanswered, or never
 	// sent because the connection failed.
@@ -48,9 +49,14 @@ type Result struct {
 	// ConnectionsFailed counts calls that could not connect, or whose
 	// socket broke before they ended it.
 	ConnectionsFailed int
-	// ExtraReplies counts audio replies with no frame left to match: a
-	// server that sends audio of its own breaks in-order matching.
+	// ExtraReplies counts frames' worth of audio with no frame left to
+	// match: a server that sends audio of its own breaks in-order
+	// matching.
 	ExtraReplies int64
+	// MarksReturned counts the marks a Twilio call returned to the host
+	// once the audio before them had played, as Twilio does; MarksDropped
+	// those it did not, because more than 64 were outstanding.
+	MarksReturned, MarksDropped int64
 	// ConnectP50 and ConnectP95 are the times to open a connection (the
 	// HTTP upgrade), over the calls that connected.
 	ConnectP50, ConnectP95 time.Duration
@@ -192,7 +198,8 @@ func newRunner(cfg Config) (*runner, error) {
 			typ: websocket.MessageBinary, msg: frame, buf: make([]byte, 4096)}
 		if cfg.Protocol == ProtocolTwilio {
 			c.typ = websocket.MessageText
-			c.open, c.msg = twilioMessages(nonce, i, cfg.Pipeline, frame)
+			c.open, c.msg, c.markHead = twilioMessages(nonce, i, cfg.Pipeline, frame)
+			c.marks = make(chan markAck, maxMarks)
 		}
 		r.calls[i] = c
 	}
@@ -266,6 +273,8 @@ func (r *runner) result(elapsed time.Duration) Result {
 		res.FramesSent += c.sent
 		res.FramesReceived += c.fl.received.Load()
 		res.ExtraReplies += c.extra
+		res.MarksReturned += c.marksReturned.Load()
+		res.MarksDropped += c.marksDropped.Load()
 		if c.connected {
 			connects = append(connects, c.connect)
 		}
