@@ -2,8 +2,6 @@ package loadgen_test
 
 import (
 	"context"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,24 +10,13 @@ import (
 	"github.com/voxhost/voxhost/internal/botsim"
 )
 
-// newBot serves a bot simulator and returns it with its ws:// base URL.
-// The bot's side of the twilio and raw dialects is the carrier's side of
-// the protocols loadgen speaks, so loadgen can call it directly: what a
-// relay route's bot hears, with no host in between.
-func newBot(t *testing.T, cfg botsim.Config) (*botsim.Sim, string) {
-	t.Helper()
-	sim, err := botsim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(sim.Handler())
-	t.Cleanup(hs.Close)
-	return sim, "ws" + strings.TrimPrefix(hs.URL, "http")
-}
-
+// TestAgainstTheBotSimulator calls the simulator directly: the bot's side
+// of the twilio and raw dialects is the carrier's side of the protocols
+// loadgen speaks, so this is what a relay route's bot hears, with no host
+// in between.
 func TestAgainstTheBotSimulator(t *testing.T) {
 	const delay, calls = 20 * time.Millisecond, 4
-	sim, url := newBot(t, botsim.Config{Delay: delay, RecordAudio: -1})
+	sim, url := botsim.Start(t, botsim.Config{Delay: delay, RecordAudio: -1})
 	for _, proto := range []string{loadgen.ProtocolRaw, loadgen.ProtocolTwilio} {
 		t.Run(proto, func(t *testing.T) {
 			res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url + botsim.Paths[proto], Protocol: proto, Pipeline: "relay",
@@ -60,7 +47,7 @@ func TestAgainstTheBotSimulator(t *testing.T) {
 // their arrival, not at once.
 func TestTwilioMarksComeBackOncePlayed(t *testing.T) {
 	const speech = 200 * time.Millisecond
-	sim, url := newBot(t, botsim.Config{Mode: botsim.Speak, Speech: botsim.Speech{PCM: signal.Speech(8000, speech.Seconds()), Rate: 8000, Name: "hi"}})
+	sim, url := botsim.Start(t, botsim.Config{Mode: botsim.Speak, Speech: botsim.Speech{PCM: signal.Speech(8000, speech.Seconds()), Rate: 8000, Name: "hi"}})
 	res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url + "/twilio", Protocol: loadgen.ProtocolTwilio,
 		MetricsURL: "-", Calls: 2, Duration: 600 * time.Millisecond, Ramp: 50 * time.Millisecond, Grace: 100 * time.Millisecond})
 	if err != nil {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/voxhost/voxhost/host/codec"
@@ -413,4 +415,18 @@ func (c Call) Summary() string {
 
 func seconds(n int64, f codec.Format) float64 {
 	return float64(n) / float64(f.BytesPerMs()) / 1000
+}
+
+// Start serves a simulator on a loopback port for the test t, until it
+// ends, and returns it with its ws:// base URL: Paths name the protocols'
+// endpoints below it.
+func Start(t testing.TB, cfg Config) (*Sim, string) {
+	t.Helper()
+	sim, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(sim.Handler())
+	t.Cleanup(hs.Close)
+	return sim, "ws" + strings.TrimPrefix(hs.URL, "http")
 }

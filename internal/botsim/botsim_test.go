@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +17,6 @@ import (
 	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/botsim"
 )
-
-// start serves a simulator on a loopback port and returns it with its
-// ws:// base URL.
-func start(t *testing.T, cfg botsim.Config) (*botsim.Sim, string) {
-	t.Helper()
-	sim, err := botsim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(sim.Handler())
-	t.Cleanup(hs.Close)
-	return sim, "ws" + strings.TrimPrefix(hs.URL, "http")
-}
 
 func dial(t *testing.T, url string, header http.Header) *websocket.Conn {
 	t.Helper()
@@ -121,7 +107,7 @@ func frames(n, size int) [][]byte {
 
 func TestTwilioEchoesAfterTheDelay(t *testing.T) {
 	const delay = 30 * time.Millisecond
-	sim, url := start(t, botsim.Config{Mode: botsim.Echo, Delay: delay})
+	sim, url := botsim.Start(t, botsim.Config{Mode: botsim.Echo, Delay: delay})
 	conn := dial(t, url+"/twilio?call=CA7", http.Header{"X-Test": {"yes"}})
 	send(t, conn, twilioConnected)
 	send(t, conn, twilioStart)
@@ -168,7 +154,7 @@ func TestTwilioEchoesAfterTheDelay(t *testing.T) {
 
 func TestTwilioSpeaksThenMarks(t *testing.T) {
 	speech := signal.Speech(8000, 0.1) // 800 samples: five 20 ms chunks
-	sim, url := start(t, botsim.Config{Mode: botsim.Speak, Speech: botsim.Speech{PCM: speech, Rate: 8000, Name: "hello"}})
+	sim, url := botsim.Start(t, botsim.Config{Mode: botsim.Speak, Speech: botsim.Speech{PCM: speech, Rate: 8000, Name: "hello"}})
 	conn := dial(t, url+"/twilio", nil)
 	send(t, conn, twilioConnected)
 	send(t, conn, twilioStart)
@@ -208,7 +194,7 @@ func TestTwilioSpeaksThenMarks(t *testing.T) {
 func TestRawL16At16kHz(t *testing.T) {
 	f := codec.Format{Encoding: codec.L16, Rate: 16000}
 	t.Run("echo", func(t *testing.T) {
-		sim, url := start(t, botsim.Config{})
+		sim, url := botsim.Start(t, botsim.Config{})
 		conn := dial(t, url+"/raw", nil)
 		send(t, conn, `{"event":"start","call_id":"c1","route":"relay","codec":"l16","rate":16000}`)
 		in := frames(3, 20*f.BytesPerMs())
@@ -231,7 +217,7 @@ func TestRawL16At16kHz(t *testing.T) {
 	})
 	t.Run("speak", func(t *testing.T) {
 		// 100 ms recorded at 8 kHz, spoken at 16 kHz: twice the samples.
-		sim, url := start(t, botsim.Config{Mode: botsim.Speak, Speech: botsim.Speech{PCM: signal.Speech(8000, 0.1), Rate: 8000, Name: "greeting"}})
+		sim, url := botsim.Start(t, botsim.Config{Mode: botsim.Speak, Speech: botsim.Speech{PCM: signal.Speech(8000, 0.1), Rate: 8000, Name: "greeting"}})
 		conn := dial(t, url+"/raw", nil)
 		send(t, conn, `{"event":"start","codec":"l16","rate":16000}`)
 		total := 0
@@ -263,7 +249,7 @@ func TestRawL16At16kHz(t *testing.T) {
 		}
 	})
 	t.Run("bad format", func(t *testing.T) {
-		sim, url := start(t, botsim.Config{})
+		sim, url := botsim.Start(t, botsim.Config{})
 		conn := dial(t, url+"/raw", nil)
 		send(t, conn, `{"event":"start","codec":"l16","rate":44100}`)
 		if _, _, err := conn.Read(ctx(t)); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
@@ -276,7 +262,7 @@ func TestRawL16At16kHz(t *testing.T) {
 }
 
 func TestOpenAIRealtime(t *testing.T) {
-	sim, url := start(t, botsim.Config{Delay: 10 * time.Millisecond})
+	sim, url := botsim.Start(t, botsim.Config{Delay: 10 * time.Millisecond})
 	conn := dial(t, url+"/openai/v1/realtime?model=gpt-realtime", http.Header{"Authorization": {"Bearer test"}})
 	m := event(t, conn)
 	if m["type"] != "session.created" || m["session"].(map[string]any)["model"] != "gpt-realtime" {
@@ -339,7 +325,7 @@ func TestOpenAIRealtime(t *testing.T) {
 }
 
 func TestOpenAIBetaSpeaks(t *testing.T) {
-	sim, url := start(t, botsim.Config{Mode: botsim.Speak, Chunk: 50 * time.Millisecond,
+	sim, url := botsim.Start(t, botsim.Config{Mode: botsim.Speak, Chunk: 50 * time.Millisecond,
 		Speech: botsim.Speech{PCM: signal.Speech(24000, 0.1), Rate: 24000}})
 	conn := dial(t, url+"/openai", http.Header{"OpenAI-Beta": {"realtime=v1"}})
 	event(t, conn)
@@ -365,7 +351,7 @@ func TestOpenAIBetaSpeaks(t *testing.T) {
 }
 
 func TestRecordsAreCapped(t *testing.T) {
-	sim, url := start(t, botsim.Config{RecordAudio: 100, RecordItems: 2})
+	sim, url := botsim.Start(t, botsim.Config{RecordAudio: 100, RecordItems: 2})
 	conn := dial(t, url+"/raw", nil)
 	for range 3 {
 		if err := conn.Write(ctx(t), websocket.MessageBinary, make([]byte, 80)); err != nil {
