@@ -508,9 +508,9 @@ func startHost(t *testing.T, cfg config.Config) liveHost {
 	fixture := func(name string) string { return filepath.Join(repoRoot, "host", "plugin", "testdata", name+".wasm") }
 	cfg.Pipelines = maps.Clone(cfg.Pipelines)
 	if cfg.Pipelines == nil {
-		cfg.Pipelines = map[string][]pipeline.StageSpec{}
+		cfg.Pipelines = map[string]config.Route{}
 	}
-	cfg.Pipelines["faulty"] = []pipeline.StageSpec{{Plugin: fixture("events")}, {Plugin: fixture("trap")}}
+	cfg.Pipelines["faulty"] = config.Route{Inbound: []pipeline.StageSpec{{Plugin: fixture("events")}, {Plugin: fixture("trap")}}}
 	if err := app.Apply(&cfg, app.Overrides{Addr: "127.0.0.1:0", CacheDir: "-", PluginsDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}

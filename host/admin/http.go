@@ -41,9 +41,11 @@ type HandlerOptions struct {
 //	GET    /plugins          every plugin: name, sha256, size, source, loaded_at, used_by
 //	GET    /plugins/{name}   one plugin
 //	PUT    /plugins/{name}   body: the .wasm; validated, then current for new calls
-//	DELETE /plugins/{name}   refused (409) while pipelines use it
-//	GET    /pipelines        the pipelines new calls may ask for, with each stage's sha256
-//	POST   /reload           reread the config file's pipelines
+//	DELETE /plugins/{name}   refused (409) while routes use it, in either direction
+//	GET    /pipelines        the routes new calls may ask for: inbound stages ("stages") and
+//	                         outbound ones with each stage's sha256, the upstream (url
+//	                         template, protocol, codec, rate, header names, on_failure)
+//	POST   /reload           reread the config file's routes
 //	GET    /debug/pprof/...  Go profiles of the process (net/http/pprof)
 //
 // Errors are JSON {"error": "..."}, with "problems" for an invalid module

@@ -29,26 +29,47 @@ import (
 
 // ManagerOptions describe what a Manager takes over.
 type ManagerOptions struct {
-	// Catalog resolved the pipelines' plugins.
+	// Catalog resolved the routes' plugins.
 	Catalog *catalog.Catalog
-	// Server serves the pipelines.
+	// Server serves the routes.
 	Server *server.Server
-	// Pipelines, Definitions and DefaultPipeline are what the server was
-	// started with: the specs and the definitions built from them.
-	Pipelines       map[string][]pipeline.StageSpec
-	Definitions     map[string]*pipeline.Definition
-	DefaultPipeline string
-	// Logger receives one line per plugin or pipeline change; nil means
+	// Routes, Built and DefaultRoute are what the server was started
+	// with: the specs, the routes BuildRoutes made of them, and the
+	// default.
+	Routes       map[string]RouteSpec
+	Built        map[string]*server.Route
+	DefaultRoute string
+	// Logger receives one line per plugin or route change; nil means
 	// slog.Default().
 	Logger *slog.Logger
 }
 
-// Manager changes plugins and pipelines while calls run. Every change goes
+// RouteSpec is what a route is made of, kept so that the route can be
+// built again when a plugin it uses changes: the stages of each direction
+// and the bot leg.
+type RouteSpec struct {
+	// Inbound are the stages of the caller's audio; at least one.
+	Inbound []pipeline.StageSpec
+	// Outbound are the stages of what the caller hears; none passes it
+	// on unchanged.
+	Outbound []pipeline.StageSpec
+	// Upstream is the bot calls are relayed to; nil makes an echo. Its
+	// header values are credentials: the manager never shows them.
+	Upstream *server.Upstream
+}
+
+// uses says whether a stage of either direction references ref.
+func (r RouteSpec) uses(ref string) bool {
+	is := func(s pipeline.StageSpec) bool { return s.Plugin == ref }
+	return slices.ContainsFunc(r.Inbound, is) || slices.ContainsFunc(r.Outbound, is)
+}
+
+// Manager changes plugins and routes while calls run. Every change goes
 // through one path: load and validate the new modules, rebuild the
-// pipelines that use them, have the server instantiate each rebuilt
-// pipeline once (server.SetPipelines), and only then make the new versions
-// current. Any failure leaves every plugin and pipeline as it was. Changes
-// are serialized; it is safe for concurrent use.
+// pipelines that use them, in either direction of a route, have the server
+// instantiate each route once (server.SetRoutes), and only then make the
+// new versions current. Any failure leaves every plugin and route as it
+// was. Changes are serialized; it is safe for concurrent use.
 type Manager struct {
 	cat *catalog.Catalog
 	srv *server.Server
@@ -58,8 +79,8 @@ type Manager struct {
 	pipelineReloads *prometheus.CounterVec
 
 	mu          sync.Mutex
-	specs       map[string][]pipeline.StageSpec
-	defs        map[string]*pipeline.Definition
+	specs       map[string]RouteSpec
+	routes      map[string]*server.Route
 	defaultName string
 	rejected    map[string]Rejection
 }
@@ -73,7 +94,7 @@ type Rejection struct {
 	At     time.Time `json:"at"`
 }
 
-// NewManager takes over a running server's pipelines and registers the
+// NewManager takes over a running server's routes and registers the
 // reload counters on the server's metrics.
 func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.Catalog == nil || opts.Server == nil {
@@ -94,9 +115,9 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 			Name: "voxhost_pipeline_reloads_total",
 			Help: "Pipeline sets reloaded from the config file, by result: ok or rejected.",
 		}, []string{"result"}),
-		specs:       maps.Clone(opts.Pipelines),
-		defs:        maps.Clone(opts.Definitions),
-		defaultName: opts.DefaultPipeline,
+		specs:       maps.Clone(opts.Routes),
+		routes:      maps.Clone(opts.Built),
+		defaultName: opts.DefaultRoute,
 		rejected:    map[string]Rejection{},
 	}
 	for _, r := range []string{"ok", "rejected"} {
@@ -139,7 +160,8 @@ func rejected(name string, err error) *RejectedError {
 	return re
 }
 
-// InUseError refuses to delete a plugin that pipelines use.
+// InUseError refuses to delete a plugin that routes use, in either
+// direction.
 type InUseError struct {
 	Plugin    string
 	Pipelines []string
@@ -224,38 +246,79 @@ type StageInfo struct {
 	BudgetMs int            `json:"budget_ms,omitempty"`
 }
 
-// PipelineInfo is a pipeline new calls may ask for.
+// PipelineInfo is a route new calls may ask for.
 type PipelineInfo struct {
-	Name    string      `json:"name"`
-	Default bool        `json:"default"`
-	Stages  []StageInfo `json:"stages"`
+	Name    string `json:"name"`
+	Default bool   `json:"default"`
+	// Stages are the inbound stages, under the name they had when a
+	// route was one list of stages.
+	Stages []StageInfo `json:"stages"`
+	// Outbound are the stages of what the caller hears.
+	Outbound []StageInfo `json:"outbound,omitempty"`
+	// Upstream is the bot the route relays calls to; absent for an echo.
+	Upstream *UpstreamInfo `json:"upstream,omitempty"`
 }
 
-// Pipelines lists the pipelines new calls may ask for, and the default.
+// UpstreamInfo describes a route's bot leg. It names the headers sent
+// with the dial but never shows their values, which carry credentials.
+type UpstreamInfo struct {
+	// URL is the template as configured, placeholders unfilled.
+	URL      string `json:"url"`
+	Protocol string `json:"protocol"`
+	Codec    string `json:"codec"`
+	Rate     int    `json:"rate"`
+	// Headers are the names of the headers sent, canonical and sorted.
+	Headers        []string          `json:"headers"`
+	Options        map[string]string `json:"options,omitempty"`
+	ConnectTimeout string            `json:"connect_timeout"`
+	OnFailure      string            `json:"on_failure"`
+}
+
+// Pipelines lists the routes new calls may ask for, and the default.
 func (m *Manager) Pipelines() ([]PipelineInfo, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []PipelineInfo
 	for _, name := range slices.Sorted(maps.Keys(m.specs)) {
-		pi := PipelineInfo{Name: name, Default: name == m.defaultName}
-		for _, st := range m.specs[name] {
-			si := StageInfo{Plugin: st.Plugin, Config: st.Config, OnError: st.OnError, BudgetMs: st.BudgetMs}
-			if v, ok := m.cat.Current(st.Plugin); ok {
-				si.SHA256 = v.SHA256
-			}
-			pi.Stages = append(pi.Stages, si)
-		}
-		out = append(out, pi)
+		spec := m.specs[name]
+		out = append(out, PipelineInfo{Name: name, Default: name == m.defaultName,
+			Stages: m.stageInfos(spec.Inbound), Outbound: m.stageInfos(spec.Outbound), Upstream: upstreamInfo(spec.Upstream)})
 	}
 	return out, m.defaultName
 }
 
-// usedBy names the pipelines with a stage that references ref. Called with
+// stageInfos describes stages with the versions new calls get. Called with
 // m.mu held.
+func (m *Manager) stageInfos(stages []pipeline.StageSpec) []StageInfo {
+	var out []StageInfo
+	for _, st := range stages {
+		si := StageInfo{Plugin: st.Plugin, Config: st.Config, OnError: st.OnError, BudgetMs: st.BudgetMs}
+		if v, ok := m.cat.Current(st.Plugin); ok {
+			si.SHA256 = v.SHA256
+		}
+		out = append(out, si)
+	}
+	return out
+}
+
+func upstreamInfo(u *server.Upstream) *UpstreamInfo {
+	if u == nil {
+		return nil
+	}
+	timeout := u.ConnectTimeout
+	if timeout == 0 {
+		timeout = server.DefaultConnectTimeout
+	}
+	return &UpstreamInfo{URL: u.URL, Protocol: u.Dialect.Name(), Codec: u.Format.Encoding.String(), Rate: u.Format.Rate,
+		Headers: append([]string{}, slices.Sorted(maps.Keys(u.Header))...), Options: u.Options, ConnectTimeout: timeout.String(), OnFailure: u.OnFailure.String()}
+}
+
+// usedBy names the routes with a stage, in either direction, that
+// references ref. Called with m.mu held.
 func (m *Manager) usedBy(ref string) []string {
 	used := []string{}
-	for name, stages := range m.specs {
-		if slices.ContainsFunc(stages, func(s pipeline.StageSpec) bool { return s.Plugin == ref }) {
+	for name, spec := range m.specs {
+		if spec.uses(ref) {
 			used = append(used, name)
 		}
 	}
@@ -263,33 +326,80 @@ func (m *Manager) usedBy(ref string) []string {
 	return used
 }
 
-// apply rebuilds every pipeline of specs that is new, changed, or uses a
-// reference in overlay; has the server instantiate and swap in the new set;
-// and on success installs the overlay's versions. It returns the pipelines
-// rebuilt. On error nothing has changed; the caller discards the overlay.
-// Called with m.mu held.
-func (m *Manager) apply(ctx context.Context, overlay map[string]*catalog.Version, specs map[string][]pipeline.StageSpec, defaultName string) ([]string, error) {
-	defs := make(map[string]*pipeline.Definition, len(specs))
-	var rebuilt []string
+// BuildRoutes makes the server routes of specs, resolving every plugin
+// through cat: what a server starts with, before a Manager takes it over.
+func BuildRoutes(ctx context.Context, cat *catalog.Catalog, specs map[string]RouteSpec) (map[string]*server.Route, error) {
+	routes, _, err := buildRoutes(ctx, cat, specs, nil, nil, nil)
+	return routes, err
+}
+
+// buildRoutes makes a server route of each spec. A route whose spec is
+// prevSpecs' and whose plugins overlay does not replace is prev's route; in
+// the others, a direction whose stages are unchanged and whose plugins
+// overlay does not replace keeps prev's pipeline definition, and the rest
+// are built with overlay's versions in place of the current ones. It
+// returns the routes and the names of those that are new or differ from
+// prev's.
+func buildRoutes(ctx context.Context, cat *catalog.Catalog, specs, prevSpecs map[string]RouteSpec, prev map[string]*server.Route,
+	overlay map[string]*catalog.Version) (map[string]*server.Route, []string, error) {
+	routes := make(map[string]*server.Route, len(specs))
+	var changed []string
 	for _, name := range slices.Sorted(maps.Keys(specs)) {
-		stages := specs[name]
-		if old := m.defs[name]; old != nil && reflect.DeepEqual(stages, m.specs[name]) &&
-			!slices.ContainsFunc(stages, func(s pipeline.StageSpec) bool { return overlay[s.Plugin] != nil }) {
-			defs[name] = old
+		spec, prevSpec, old := specs[name], prevSpecs[name], prev[name]
+		if old == nil {
+			old = &server.Route{}
+		} else if reflect.DeepEqual(spec, prevSpec) && !replaced(spec.Inbound, overlay) && !replaced(spec.Outbound, overlay) {
+			routes[name] = old
 			continue
 		}
-		def, err := m.cat.DefinitionWith(ctx, name, stages, overlay)
+		in, err := definition(ctx, cat, name, spec.Inbound, prevSpec.Inbound, old.Inbound, overlay)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		defs[name] = def
-		rebuilt = append(rebuilt, name)
+		out, err := definition(ctx, cat, name+" (outbound)", spec.Outbound, prevSpec.Outbound, old.Outbound, overlay)
+		if err != nil {
+			return nil, nil, err
+		}
+		routes[name] = &server.Route{Name: name, Inbound: in, Outbound: out, Upstream: spec.Upstream}
+		changed = append(changed, name)
 	}
-	if err := m.srv.SetRoutes(ctx, server.EchoRoutes(defs), defaultName); err != nil {
+	return routes, changed, nil
+}
+
+// replaced says whether overlay has a new version of a plugin of stages.
+func replaced(stages []pipeline.StageSpec, overlay map[string]*catalog.Version) bool {
+	return slices.ContainsFunc(stages, func(s pipeline.StageSpec) bool { return overlay[s.Plugin] != nil })
+}
+
+// definition returns the pipeline definition of stages: old, when stages
+// are oldStages and overlay replaces none of their plugins, or one built
+// now. No stages make no definition.
+func definition(ctx context.Context, cat *catalog.Catalog, name string, stages, oldStages []pipeline.StageSpec, old *pipeline.Definition,
+	overlay map[string]*catalog.Version) (*pipeline.Definition, error) {
+	switch {
+	case len(stages) == 0:
+		return nil, nil
+	case old != nil && reflect.DeepEqual(stages, oldStages) && !replaced(stages, overlay):
+		return old, nil
+	}
+	return cat.DefinitionWith(ctx, name, stages, overlay)
+}
+
+// apply rebuilds every route of specs that is new, changed, or uses a
+// reference in overlay; has the server instantiate and swap in the new set;
+// and on success installs the overlay's versions. It returns the routes
+// rebuilt. On error nothing has changed; the caller discards the overlay.
+// Called with m.mu held.
+func (m *Manager) apply(ctx context.Context, overlay map[string]*catalog.Version, specs map[string]RouteSpec, defaultName string) ([]string, error) {
+	routes, rebuilt, err := buildRoutes(ctx, m.cat, specs, m.specs, m.routes, overlay)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.srv.SetRoutes(ctx, routes, defaultName); err != nil {
 		return nil, err
 	}
 	m.cat.Install(slices.Collect(maps.Values(overlay))...)
-	m.specs, m.defs, m.defaultName = specs, defs, defaultName
+	m.specs, m.routes, m.defaultName = specs, routes, defaultName
 	return rebuilt, nil
 }
 
@@ -625,14 +735,15 @@ func (m *Manager) Delete(ctx context.Context, name string) (PluginInfo, error) {
 	return info, nil
 }
 
-// ReloadReport says what a pipeline reload changed.
+// ReloadReport says what a route reload changed.
 type ReloadReport struct {
-	// Default is the default pipeline now.
+	// Default is the default route now.
 	Default string `json:"default"`
-	// Pipelines are all the pipelines new calls may ask for now.
+	// Pipelines are all the routes new calls may ask for now.
 	Pipelines []string `json:"pipelines"`
-	// Added, Removed and Rebuilt are the pipelines that are new, gone, or
-	// rebuilt because their stages or plugins changed.
+	// Added, Removed and Rebuilt are the routes that are new, gone, or
+	// rebuilt because their stages (in either direction), their upstream
+	// or their plugins changed.
 	Added   []string `json:"added"`
 	Removed []string `json:"removed"`
 	Rebuilt []string `json:"rebuilt"`
@@ -644,20 +755,21 @@ type ReloadReport struct {
 	RestartRequired []string `json:"restart_required,omitempty"`
 }
 
-// ReloadFailed logs and counts a pipeline reload that failed before it
-// reached SetPipelines, e.g. because the config file does not parse.
+// ReloadFailed logs and counts a route reload that failed before it
+// reached SetRoutes, e.g. because the config file does not parse.
 func (m *Manager) ReloadFailed(err error) {
 	m.pipelineReloads.WithLabelValues("rejected").Inc()
 	m.log.Warn("pipeline reload rejected; the old pipelines stay", "reason", err.Error())
 }
 
-// SetPipelines replaces the named pipelines, as after editing the config
-// file. The plugin files the pipelines name (in the plugin directory or by
-// path) are reread too, and those whose SHA-256 changed are reloaded. Each
-// pipeline that is new or changed is built and instantiated once before the
-// swap; any failure leaves the old pipelines and plugins in place and
-// returns a *RejectedError. Calls in flight keep their pipelines.
-func (m *Manager) SetPipelines(ctx context.Context, specs map[string][]pipeline.StageSpec, defaultName string) (*ReloadReport, error) {
+// SetRoutes replaces the named routes, as after editing the config file.
+// The plugin files the routes name in either direction (in the plugin
+// directory or by path) are reread too, and those whose SHA-256 changed
+// are reloaded. Each route that is new or changed is built, and the server
+// instantiates every route once before the swap; any failure leaves the old
+// routes and plugins in place and returns a *RejectedError. Calls in
+// flight keep their routes.
+func (m *Manager) SetRoutes(ctx context.Context, specs map[string]RouteSpec, defaultName string) (*ReloadReport, error) {
 	fail := func(err error) (*ReloadReport, error) {
 		m.ReloadFailed(err)
 		return nil, &RejectedError{Reason: err.Error(), err: err}
@@ -673,7 +785,7 @@ func (m *Manager) SetPipelines(ctx context.Context, specs map[string][]pipeline.
 	overlay := map[string]*catalog.Version{}
 	discard := func() { m.cat.Discard(ctx, slices.Collect(maps.Values(overlay))...) }
 	for _, name := range slices.Sorted(maps.Keys(specs)) {
-		for _, st := range specs[name] {
+		for _, st := range slices.Concat(specs[name].Inbound, specs[name].Outbound) {
 			if overlay[st.Plugin] != nil {
 				continue
 			}

@@ -1,6 +1,7 @@
 // Package app assembles a running host from a configuration: the plugin
-// runtime, the catalog, the named pipelines and the server. The CLI stays a
-// thin layer of flags over it.
+// runtime, the catalog, the named routes (their pipelines and bots) and the
+// server. It is where the config's vocabulary is mapped onto the server's;
+// the CLI stays a thin layer of flags over it.
 package app
 
 import (
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -74,7 +76,7 @@ func Apply(cfg *config.Config, o Overrides) error {
 		cfg.MemoryLimitPages = o.MemoryLimitPages
 	}
 	if cfg.Pipelines == nil {
-		cfg.Pipelines = map[string][]pipeline.StageSpec{}
+		cfg.Pipelines = map[string]config.Route{}
 	}
 	spec, name := o.Pipeline, "cli"
 	if spec == "" && len(cfg.Pipelines) == 0 {
@@ -85,7 +87,7 @@ func Apply(cfg *config.Config, o Overrides) error {
 		if err != nil {
 			return fmt.Errorf("--pipeline: %w", err)
 		}
-		cfg.Pipelines[name] = stages
+		cfg.Pipelines[name] = config.Route{Inbound: stages}
 		cfg.DefaultPipeline = name
 	}
 	if cfg.Auth.TokensEnv != "" && len(cfg.ResolvedTokens()) == 0 {
@@ -143,7 +145,7 @@ type Host struct {
 	stopWatcher atomic.Pointer[func()]
 }
 
-// New loads every pipeline's plugins and makes the server.
+// New loads every route's plugins and makes the server.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, error) {
 	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: cfg.CacheDir, MemoryLimitPages: cfg.MemoryLimitPages, Logger: logger,
 		Limits: cfg.PluginLimits.Module, CompileTimeout: cfg.PluginLimits.CompileTimeout, InitBudget: cfg.PluginLimits.InitBudget})
@@ -155,24 +157,25 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		logger = slog.Default()
 	}
 	h := &Host{Config: cfg, runtime: rt, catalog: cat, log: logger}
-	defs := map[string]*pipeline.Definition{}
-	for name, specs := range cfg.Pipelines {
-		def, err := cat.Definition(ctx, name, specs)
-		if err != nil {
-			h.Close(ctx)
-			return nil, err
-		}
-		defs[name] = def
+	specs, err := routeSpecs(cfg.Pipelines)
+	if err != nil {
+		h.Close(ctx)
+		return nil, err
+	}
+	routes, err := admin.BuildRoutes(ctx, cat, specs)
+	if err != nil {
+		h.Close(ctx)
+		return nil, err
 	}
 	h.Server, err = server.New(ctx, server.Options{
 		Runtime:          rt,
-		Routes:           server.EchoRoutes(defs),
+		Routes:           routes,
 		DefaultRoute:     cfg.DefaultPipeline,
 		MaxCalls:         cfg.Limits.MaxCalls,
 		MaxMessageBytes:  cfg.Limits.MaxMessageBytes,
 		MaxFrameMs:       cfg.Limits.MaxFrameMs,
 		IdleTimeout:      cfg.Limits.IdleTimeout,
-		DrainTimeout:     drainTimeout(cfg.Limits.DrainTimeout),
+		DrainTimeout:     zeroMeans(cfg.Limits.DrainTimeout, server.NoDrain),
 		ReadyHighWater:   cfg.Limits.ReadyHighWater,
 		ReadyLowWater:    cfg.Limits.ReadyLowWater,
 		CPUHighWater:     float64(cfg.Limits.CPUHighWaterPercent) / 100,
@@ -181,6 +184,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		CPUWaitLowWater:  cfg.Limits.CPUWaitLowWater,
 		MaxSetups:        cfg.Limits.MaxConcurrentSetups,
 		SetupWait:        cfg.Limits.SetupWait,
+		PlayoutQueue:     cfg.Playout.Queue,
+		SendAhead:        zeroMeans(cfg.Playout.SendAhead, server.NoSendAhead),
+		StallTimeout:     cfg.Limits.StallTimeout,
 		Tokens:           cfg.ResolvedTokens(),
 		Origins:          cfg.Origins,
 		Logger:           logger,
@@ -190,7 +196,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		return nil, err
 	}
 	h.manager, err = admin.NewManager(admin.ManagerOptions{
-		Catalog: cat, Server: h.Server, Pipelines: cfg.Pipelines, Definitions: defs, DefaultPipeline: cfg.DefaultPipeline, Logger: logger,
+		Catalog: cat, Server: h.Server, Routes: specs, Built: routes, DefaultRoute: cfg.DefaultPipeline, Logger: logger,
 	})
 	if err != nil {
 		h.Close(ctx)
@@ -199,22 +205,23 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 	return h, nil
 }
 
-// Manager changes the host's plugins and pipelines while it serves.
+// Manager changes the host's plugins and routes while it serves.
 func (h *Host) Manager() *admin.Manager { return h.manager }
 
 // SetConfigFile says which file Reload (SIGHUP, POST /reload) rereads the
-// pipelines from, and the command-line overrides to apply to it again.
+// routes from, and the command-line overrides to apply to it again.
 // Call it before ListenAndServe.
 func (h *Host) SetConfigFile(path string, o Overrides) {
 	h.configPath, h.overrides = path, o
 }
 
-// Reload rereads the configuration file and applies its pipelines (and the
-// plugin files they name) for new calls; calls in flight keep theirs. A
-// file that does not load, or a pipeline that does not build, changes
-// nothing and returns the reason, with file:line:col when the file is at
-// fault. Other settings apply only at start-up: those that changed are
-// listed in RestartRequired and logged.
+// Reload rereads the configuration file and applies its routes (their
+// stages in both directions, their upstreams, with header variables read
+// from the environment again, and the plugin files they name) for new
+// calls; calls in flight keep theirs. A file that does not load, or a route
+// that does not build, changes nothing and returns the reason, with
+// file:line:col when the file is at fault. Other settings apply only at
+// start-up: those that changed are listed in RestartRequired and logged.
 func (h *Host) Reload(ctx context.Context) (*admin.ReloadReport, error) {
 	if h.configPath == "" {
 		return nil, errors.New("voxhost was started without a config file (--config): there is no file to reload pipelines from")
@@ -223,11 +230,15 @@ func (h *Host) Reload(ctx context.Context) (*admin.ReloadReport, error) {
 	if err == nil {
 		err = Apply(&cfg, h.overrides)
 	}
+	var specs map[string]admin.RouteSpec
+	if err == nil {
+		specs, err = routeSpecs(cfg.Pipelines)
+	}
 	if err != nil {
 		h.manager.ReloadFailed(err)
 		return nil, err
 	}
-	rep, err := h.manager.SetPipelines(ctx, cfg.Pipelines, cfg.DefaultPipeline)
+	rep, err := h.manager.SetRoutes(ctx, specs, cfg.DefaultPipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +250,7 @@ func (h *Host) Reload(ctx context.Context) (*admin.ReloadReport, error) {
 	return rep, nil
 }
 
-// restartOnly lists the keys, other than the pipelines, whose values differ.
+// restartOnly lists the keys, other than the routes, whose values differ.
 func restartOnly(old, cur config.Config) []string {
 	var keys []string
 	for _, k := range []struct {
@@ -253,6 +264,7 @@ func restartOnly(old, cur config.Config) []string {
 		{"memory_limit_pages", old.MemoryLimitPages, cur.MemoryLimitPages},
 		{"plugin_limits", old.PluginLimits, cur.PluginLimits},
 		{"limits", old.Limits, cur.Limits},
+		{"playout", old.Playout, cur.Playout},
 		{"auth", old.ResolvedTokens(), cur.ResolvedTokens()},
 		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens()}, []any{cur.Admin.Listen, cur.ResolvedAdminTokens()}},
 		{"origins", old.Origins, cur.Origins},
@@ -367,11 +379,52 @@ func LoadConfig(path string) (config.Config, error) {
 	return config.Load(path)
 }
 
-// drainTimeout maps the config's 0 ("cut calls at once") to the server's
-// NoDrain, whose own zero means its default.
-func drainTimeout(d time.Duration) time.Duration {
+// zeroMeans maps a config's 0, which means none (drain_timeout: cut calls
+// at once; send_ahead: pace every caller), to the server's value for none,
+// whose own zero means its default.
+func zeroMeans(d, none time.Duration) time.Duration {
 	if d == 0 {
-		return server.NoDrain
+		return none
 	}
 	return d
+}
+
+// routeSpecs maps the config's routes onto the specs the admin manager
+// builds server routes from: the upstream's protocol looked up, its audio
+// format and failure policy parsed, its headers in the form they are sent.
+// The config was validated, so an error here means it was not.
+func routeSpecs(routes map[string]config.Route) (map[string]admin.RouteSpec, error) {
+	specs := make(map[string]admin.RouteSpec, len(routes))
+	for name, r := range routes {
+		u, err := upstream(r.Upstream)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline %s: upstream: %w", name, err)
+		}
+		specs[name] = admin.RouteSpec{Inbound: r.Inbound, Outbound: r.Outbound, Upstream: u}
+	}
+	return specs, nil
+}
+
+func upstream(u *config.Upstream) (*server.Upstream, error) {
+	if u == nil {
+		return nil, nil
+	}
+	d, err := u.Dialect()
+	if err != nil {
+		return nil, err
+	}
+	f, err := u.Format()
+	if err != nil {
+		return nil, err
+	}
+	onFailure, err := server.ParseFailurePolicy(u.OnFailure)
+	if err != nil {
+		return nil, err
+	}
+	header := http.Header{}
+	for name, v := range u.Headers {
+		header.Set(name, v.Reveal())
+	}
+	return &server.Upstream{URL: u.URL, Dialect: d, Format: f, Header: header, Options: maps.Clone(u.Options),
+		ConnectTimeout: u.ConnectTimeout, OnFailure: onFailure}, nil
 }

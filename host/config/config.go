@@ -45,10 +45,15 @@ type Config struct {
 	// not browsers, so no cross-site request forgery can ride on them, and
 	// they are always allowed.
 	Origins []string
-	// DefaultPipeline names the pipeline of calls that ask for none.
+	// Playout bounds the bot audio a relayed call holds for its caller and
+	// sends ahead of real time.
+	Playout Playout
+	// DefaultPipeline names the route of calls that ask for none.
 	DefaultPipeline string
-	// Pipelines are the stage lists calls run through, by name.
-	Pipelines map[string][]pipeline.StageSpec
+	// Pipelines are the routes calls may ask for, by name (the key is
+	// "pipelines" because a route began as a list of stages, and that list
+	// is still a route: an echo through those stages).
+	Pipelines map[string]Route
 }
 
 // Limits protect the server from too many, too large or abandoned calls.
@@ -105,6 +110,26 @@ type Limits struct {
 	// that waits longer is refused (HTTP 503, or close code 1013 on a
 	// Twilio stream), so that a queue of set-ups cannot grow without end.
 	SetupWait time.Duration
+	// StallTimeout ends a relayed call whose caller or bot has not taken a
+	// message the host is writing to it for this long: a peer that stopped
+	// reading would otherwise hold the call, and its bot's audio, forever.
+	StallTimeout time.Duration
+}
+
+// Playout bounds the bot's audio on its way to the caller of a relayed
+// call.
+type Playout struct {
+	// Queue is how much bot audio, in audio time, a call holds for its
+	// caller; a bot that sends more is not read until the caller has heard
+	// enough, so a bot that answers faster than real time cannot make the
+	// host buffer without end.
+	Queue time.Duration
+	// SendAhead is how far ahead of real time bot audio is sent to a
+	// caller whose protocol buffers it (Twilio), so that a late frame of
+	// the host's does not become a gap the caller hears; 0 paces every
+	// caller at real time. Callers whose protocol does not buffer (raw)
+	// are always paced.
+	SendAhead time.Duration
 }
 
 // PluginLimits bound what loading and setting up a plugin may cost the
@@ -169,7 +194,13 @@ func Default() Config {
 			// a quarter of the cores while it marks.
 			CPUHighWaterPercent: DefaultCPUHighWaterPercent,
 			SetupWait:           2 * time.Second,
+			// The server's defaults (server.DefaultStallTimeout,
+			// DefaultPlayoutQueue, DefaultSendAhead), written again because
+			// config is a leaf: here they are what the file's keys start
+			// from, so that 0 can mean "none" where it is meant.
+			StallTimeout: 5 * time.Second,
 		},
+		Playout: Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond},
 		PluginLimits: PluginLimits{
 			Module:         preempt.DefaultLimits,
 			CompileTimeout: plugin.DefaultCompileTimeout,
@@ -223,6 +254,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.PluginLimits.validate(); err != nil {
+		return err
+	}
+	if err := c.Playout.validate(); err != nil {
 		return err
 	}
 	for i, t := range c.Auth.Tokens {
@@ -299,6 +333,22 @@ func (l *Limits) validate() error {
 		return invalid("limits.max_concurrent_setups", "must not be negative (0 means one fewer than the cores), got %d", l.MaxConcurrentSetups)
 	case l.SetupWait <= 0:
 		return invalid("limits.setup_wait", "must be positive, got %v", l.SetupWait)
+	case l.StallTimeout <= 0:
+		return invalid("limits.stall_timeout", "must be positive, got %v", l.StallTimeout)
+	}
+	return nil
+}
+
+// minPlayoutQueue is one frame: a queue that cannot hold a whole frame of
+// the bot's audio could never pass one on.
+const minPlayoutQueue = 20 * time.Millisecond
+
+func (p *Playout) validate() error {
+	switch {
+	case p.Queue < minPlayoutQueue:
+		return invalid("playout.queue", "must be at least %v (one frame), got %v", minPlayoutQueue, p.Queue)
+	case p.SendAhead < 0:
+		return invalid("playout.send_ahead", "must not be negative (0 paces every caller at real time), got %v", p.SendAhead)
 	}
 	return nil
 }
@@ -350,22 +400,28 @@ func (c *Config) validatePipelines() error {
 		if name == "" {
 			return invalid(at, "pipeline name is empty")
 		}
-		stages := c.Pipelines[name]
-		if len(stages) == 0 {
-			return invalid(at, "no stages; list at least one plugin")
+		r := c.Pipelines[name]
+		if err := r.validate(at); err != nil {
+			return err
 		}
-		for i, st := range stages {
-			at := fmt.Sprintf("%s[%d]", at, i)
-			if strings.TrimSpace(st.Plugin) == "" {
-				return invalid(at+".plugin", "missing; name a stock plugin, a NAME.wasm in plugins_dir or a path to a .wasm file")
-			}
-			if _, err := pipeline.ParsePolicy(st.OnError); err != nil {
-				return invalid(at+".on_error", "%v", err)
-			}
-			if st.BudgetMs != 0 {
-				if err := pipeline.CheckBudgetMs(st.BudgetMs); err != nil {
-					return invalid(at+".budget_ms", "%v", err)
-				}
+	}
+	return nil
+}
+
+// validateStages checks the stages of one direction of a route, at is
+// their key path.
+func validateStages(at string, stages []pipeline.StageSpec) error {
+	for i, st := range stages {
+		at := fmt.Sprintf("%s[%d]", at, i)
+		if strings.TrimSpace(st.Plugin) == "" {
+			return invalid(at+".plugin", "missing; name a stock plugin, a NAME.wasm in plugins_dir or a path to a .wasm file")
+		}
+		if _, err := pipeline.ParsePolicy(st.OnError); err != nil {
+			return invalid(at+".on_error", "%v", err)
+		}
+		if st.BudgetMs != 0 {
+			if err := pipeline.CheckBudgetMs(st.BudgetMs); err != nil {
+				return invalid(at+".budget_ms", "%v", err)
 			}
 		}
 	}

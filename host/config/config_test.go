@@ -36,12 +36,14 @@ func TestLoadExample(t *testing.T) {
 			CPUWaitHighWater:    10 * time.Millisecond,
 			CPUWaitLowWater:     2 * time.Millisecond,
 			SetupWait:           2 * time.Second,
+			StallTimeout:        5 * time.Second,
 		},
 		PluginLimits: config.PluginLimits{
 			Module:         preempt.DefaultLimits,
 			CompileTimeout: 2 * time.Minute,
 			InitBudget:     50 * time.Millisecond,
 		},
+		Playout:         config.Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
 		Origins:         []string{"example.com", "*.example.com"},
 		DefaultPipeline: "main",
@@ -54,8 +56,8 @@ func TestLoadExample(t *testing.T) {
 	if len(pipelines) != 2 {
 		t.Fatalf("pipelines: got %d, want main and loud", len(pipelines))
 	}
-	assertStages(t, pipelines["main"], "gain db=-6 on_error=bypass budget_ms=5 | passthrough")
-	assertStages(t, pipelines["loud"], "gain db=6")
+	assertStages(t, pipelines["main"].Inbound, "gain db=-6 on_error=bypass budget_ms=5 | passthrough")
+	assertStages(t, pipelines["loud"].Inbound, "gain db=6")
 }
 
 // assertStages compares stages with an inline spec by their JSON config,
@@ -107,7 +109,8 @@ func TestDefault(t *testing.T) {
 	c := config.Default()
 	if c.Listen != ":8080" || c.LogLevel != "info" || c.MemoryLimitPages != 256 || c.Pipelines != nil ||
 		c.Limits != (config.Limits{MaxCalls: 1000, MaxMessageBytes: 65536, MaxFrameMs: 100, IdleTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second,
-			CPUHighWaterPercent: 85, SetupWait: 2 * time.Second}) {
+			CPUHighWaterPercent: 85, SetupWait: 2 * time.Second, StallTimeout: 5 * time.Second}) ||
+		c.Playout != (config.Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond}) {
 		t.Errorf("Default() = %+v", c)
 	}
 	if err := c.Validate(); err != nil {
@@ -158,7 +161,7 @@ func TestSinglePipelineIsDefault(t *testing.T) {
 	if c.DefaultPipeline != "only" {
 		t.Errorf("DefaultPipeline = %q, want the only pipeline", c.DefaultPipeline)
 	}
-	assertStages(t, c.Pipelines["only"], "passthrough")
+	assertStages(t, c.Pipelines["only"].Inbound, "passthrough")
 }
 
 func TestAliasSharesStages(t *testing.T) {
@@ -177,8 +180,8 @@ pipelines:
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertStages(t, c.Pipelines["copy"], "gain db=-6 | passthrough")
-	assertStages(t, c.Pipelines["quiet"], "gain db=-6")
+	assertStages(t, c.Pipelines["copy"].Inbound, "gain db=-6 | passthrough")
+	assertStages(t, c.Pipelines["quiet"].Inbound, "gain db=-6")
 }
 
 func TestResolvedTokens(t *testing.T) {
@@ -233,24 +236,7 @@ func TestAdmin(t *testing.T) {
 // TestExampleAdminSection uncomments the example's admin section, which is
 // commented out so that the example serves no admin API, and loads it.
 func TestExampleAdminSection(t *testing.T) {
-	data, err := os.ReadFile("../../examples/voxhost.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(data), "\n")
-	in := false
-	for i, l := range lines {
-		switch {
-		case l == "# admin:":
-			in = true
-		case in && !strings.HasPrefix(l, "#   "):
-			in = false
-		}
-		if in {
-			lines[i] = strings.TrimPrefix(l, "# ")
-		}
-	}
-	c, err := config.Parse("voxhost.yaml", []byte(strings.Join(lines, "\n")))
+	c, err := config.Parse("voxhost.yaml", exampleWith(t, "# admin:"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +244,35 @@ func TestExampleAdminSection(t *testing.T) {
 	if !reflect.DeepEqual(c.Admin, want) {
 		t.Errorf("Admin = %+v, want %+v", c.Admin, want)
 	}
+}
+
+// exampleWith is the example config with one of its commented-out blocks
+// uncommented: the line start and the more indented comment lines after
+// it, each with its first "# " taken out.
+func exampleWith(t *testing.T, start string) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/voxhost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	more := start[:strings.Index(start, "#")+1] + "   "
+	found, in := false, false
+	for i, l := range lines {
+		switch {
+		case l == start:
+			found, in = true, true
+		case in && !strings.HasPrefix(l, more):
+			in = false
+		}
+		if in {
+			lines[i] = strings.Replace(l, "# ", "", 1)
+		}
+	}
+	if !found {
+		t.Fatalf("the example has no line %q", start)
+	}
+	return []byte(strings.Join(lines, "\n"))
 }
 
 func TestValidateWithoutFile(t *testing.T) {

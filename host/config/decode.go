@@ -85,6 +85,11 @@ func configFields(c *Config) map[string]field {
 			"cpu_wait_low_water":     duration(&c.Limits.CPUWaitLowWater),
 			"max_concurrent_setups":  integer(&c.Limits.MaxConcurrentSetups),
 			"setup_wait":             duration(&c.Limits.SetupWait),
+			"stall_timeout":          duration(&c.Limits.StallTimeout),
+		}),
+		"playout": mapping(map[string]field{
+			"queue":      duration(&c.Playout.Queue),
+			"send_ahead": duration(&c.Playout.SendAhead),
 		}),
 		"plugin_limits": mapping(map[string]field{
 			"module_bytes":    integer(&c.PluginLimits.Module.ModuleBytes),
@@ -114,7 +119,7 @@ func configFields(c *Config) map[string]field {
 		}),
 		"origins":          strs(&c.Origins),
 		"default_pipeline": str(&c.DefaultPipeline),
-		"pipelines":        pipelines(&c.Pipelines),
+		"pipelines":        mapOf(&c.Pipelines, route),
 	}
 }
 
@@ -267,18 +272,90 @@ func mapping(fields map[string]field) field {
 	}
 }
 
-func pipelines(dst *map[string][]pipeline.StageSpec) field {
+// mapOf decodes a mapping whose keys the file chooses (pipeline, header
+// and option names), each value with the field elem makes for it.
+func mapOf[T any](dst *map[string]T, elem func(*T) field) field {
 	return func(d *decoder, n ast.Node, path string) error {
-		out := map[string][]pipeline.StageSpec{}
+		out := map[string]T{}
 		*dst = out
 		return d.entries(n, path, func(key *ast.StringNode, v ast.Node, at string) error {
-			var stages []pipeline.StageSpec
-			if err := d.value(v, at, stageList(&stages)); err != nil {
+			var x T
+			if err := d.value(v, at, elem(&x)); err != nil {
 				return err
 			}
-			out[key.Value] = stages
+			out[key.Value] = x
 			return nil
 		})
+	}
+}
+
+// route decodes a route: a mapping of its parts, or the list of stages
+// that every route was before routes had parts, which is still an echo
+// through those stages.
+func route(r *Route) field {
+	return func(d *decoder, n ast.Node, path string) error {
+		switch n.(type) {
+		case *ast.MappingNode:
+			return mapping(map[string]field{
+				"inbound":  stageList(&r.Inbound),
+				"outbound": stageList(&r.Outbound),
+				"upstream": upstream(&r.Upstream),
+			})(d, n, path)
+		case *ast.SequenceNode, *ast.NullNode:
+			r.listed = true
+			return stageList(&r.Inbound)(d, n, path)
+		}
+		return want("a list of stages, or a mapping of inbound, outbound and upstream", n)
+	}
+}
+
+func upstream(dst **Upstream) field {
+	return func(d *decoder, n ast.Node, path string) error {
+		u := &Upstream{}
+		*dst = u
+		return mapping(map[string]field{
+			"url":             str(&u.URL),
+			"protocol":        str(&u.Protocol),
+			"codec":           str(&u.Codec),
+			"rate":            integer(&u.Rate),
+			"headers":         mapOf(&u.Headers, secret),
+			"options":         mapOf(&u.Options, str),
+			"connect_timeout": positiveDuration(&u.ConnectTimeout),
+			"on_failure":      str(&u.OnFailure),
+		})(d, n, path)
+	}
+}
+
+// positiveDuration decodes a duration that must be positive. Zero is
+// refused here, where it can be told from a key left out: it would read as
+// "no time at all" but mean the default.
+func positiveDuration(dst *time.Duration) field {
+	return func(d *decoder, n ast.Node, path string) error {
+		if err := duration(dst)(d, n, path); err != nil {
+			return err
+		}
+		if *dst <= 0 {
+			return fmt.Errorf("must be positive, got %v", *dst)
+		}
+		return nil
+	}
+}
+
+// secret decodes a header value, reading its ${VAR}s from the
+// environment. The value never reaches an error message: a wrong type is
+// named by its kind alone.
+func secret(dst *Secret) field {
+	return func(d *decoder, n ast.Node, path string) error {
+		var tmpl string
+		if err := str(&tmpl)(d, n, path); err != nil {
+			return fmt.Errorf("want a string, got %s (the value is not shown); quote it", n.Type().YAMLName())
+		}
+		value, err := expandEnv(tmpl)
+		if err != nil {
+			return err
+		}
+		*dst = NewSecret(value)
+		return nil
 	}
 }
 

@@ -11,6 +11,10 @@ import (
 // stage is a valid pipelines section, for cases about other keys.
 const stage = "pipelines:\n  main:\n    - plugin: gain\n"
 
+// relay begins a relay route whose upstream url is on line 5: cases add
+// the upstream's other keys from line 6.
+const relay = "pipelines:\n  bot:\n    inbound: [{plugin: passthrough}]\n    upstream:\n      url: wss://bot.example.com/ws\n"
+
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, data string
@@ -24,8 +28,8 @@ func TestErrors(t *testing.T) {
 		{"second document", "listen: ':1'\n---\nlisten: ':2'\n", "voxhost.yaml:3:1: ", "a second YAML document"},
 
 		// Unknown keys.
-		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, plugin_limits, plugins_dir)`},
-		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water, setup_wait)`},
+		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir)`},
+		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water, setup_wait, stall_timeout)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
 		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: budget_ms, config, on_error, plugin)`},
 		{"merge key", "limits: &l {max_calls: 5}\nauth:\n  <<: *l\n", "voxhost.yaml:3:3: ", "auth: merge keys (<<) are not supported"},
@@ -91,6 +95,41 @@ func TestErrors(t *testing.T) {
 		{"null pipeline", "pipelines:\n  main:\n", "voxhost.yaml:2:3: ", "pipelines.main: no stages"},
 		{"stage without plugin", "pipelines:\n  main:\n    - plugin: gain\n    - config: {db: 1}\n      on_error: bypass\n", "voxhost.yaml:4:7: ", "pipelines.main[1].plugin: missing"},
 		{"empty plugin", "pipelines:\n  main:\n    - plugin: ''\n", "voxhost.yaml:3:15: ", "pipelines.main[0].plugin: missing"},
+
+		// Routes.
+		{"unknown route key", "pipelines:\n  bot:\n    inbund: [{plugin: gain}]\n", "voxhost.yaml:3:5: ", `pipelines.bot: unknown key "inbund" (want one of: inbound, outbound, upstream)`},
+		{"scalar for route", "pipelines:\n  main: gain\n", "voxhost.yaml:2:9: ", `pipelines.main: want a list of stages, or a mapping of inbound, outbound and upstream, got string "gain"`},
+		{"route without inbound", "pipelines:\n  bot:\n    outbound: [{plugin: gain}]\n", "voxhost.yaml:3:5: ", "pipelines.bot.inbound: no stages; list at least one plugin (passthrough"},
+		{"empty inbound", "pipelines:\n  bot:\n    inbound: []\n", "voxhost.yaml:3:14: ", "pipelines.bot.inbound: no stages"},
+		{"outbound stage without plugin", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    outbound:\n      - config: {db: 1}\n", "voxhost.yaml:5:9: ", "pipelines.bot.outbound[0].plugin: missing"},
+		{"outbound on_error", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    outbound: [{plugin: gain, on_error: retry}]\n", "voxhost.yaml:4:41: ", `pipelines.bot.outbound[0].on_error: unknown on_error policy "retry"`},
+		{"scalar for upstream", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    upstream: wss://bot\n", "voxhost.yaml:4:15: ", "pipelines.bot.upstream: want a mapping, got string"},
+		{"unknown upstream key", relay + "      protocl: twilio\n", "voxhost.yaml:6:7: ", `pipelines.bot.upstream: unknown key "protocl" (want one of: codec, connect_timeout, headers, on_failure, options, protocol, rate, url)`},
+		{"missing protocol", relay, "voxhost.yaml:5:7: ", "pipelines.bot.upstream.protocol: missing; name one of: "},
+		{"unknown protocol", relay + "      protocol: twillio\n", "voxhost.yaml:6:17: ", `pipelines.bot.upstream.protocol: unknown upstream protocol "twillio" (have `},
+		{"missing url", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    upstream:\n      protocol: twilio\n", "voxhost.yaml:5:7: ", "pipelines.bot.upstream.url: missing; give the bot's ws:// or wss:// URL"},
+		{"http url", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    upstream:\n      url: https://bot.example.com/ws\n", "voxhost.yaml:5:12: ", `pipelines.bot.upstream.url: upstream url "https://bot.example.com/ws": scheme must be ws or wss, not "https"`},
+		{"unknown placeholder", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    upstream:\n      url: wss://bot.example.com/{callid}\n", "voxhost.yaml:5:12: ", "unknown placeholder {callid}"},
+		{"unknown codec", relay + "      protocol: twilio\n      codec: opus\n", "voxhost.yaml:7:14: ", `pipelines.bot.upstream.codec: unknown codec "opus" (want mulaw or l16)`},
+		{"rate for the codec", relay + "      protocol: twilio\n      codec: mulaw\n      rate: 16000\n", "voxhost.yaml:8:13: ", "pipelines.bot.upstream.rate: μ-law is carried at 8000 Hz only, not 16000"},
+		{"codec for the protocol", relay + "      protocol: twilio\n      codec: l16\n", "voxhost.yaml:7:14: ", "pipelines.bot.upstream.codec: protocol twilio cannot carry l16 16000 Hz"},
+		{"rate for the protocol", relay + "      protocol: twilio\n      codec: l16\n      rate: 8000\n", "voxhost.yaml:8:13: ", "pipelines.bot.upstream.rate: protocol twilio cannot carry l16 8000 Hz"},
+		{"string rate", relay + "      protocol: twilio\n      rate: 8kHz\n", "voxhost.yaml:7:13: ", `pipelines.bot.upstream.rate: want an integer, got string "8kHz"`},
+		{"unknown option", relay + "      protocol: twilio\n      options: {voice: alloy}\n", "voxhost.yaml:7:17: ", `pipelines.bot.upstream.options: the twilio dialect takes no options (got "voice")`},
+		{"number option", relay + "      protocol: twilio\n      options: {temperature: 0.8}\n", "voxhost.yaml:7:30: ", `pipelines.bot.upstream.options.temperature: want a string, got float 0.8`},
+		{"missing env var", relay + "      protocol: twilio\n      headers:\n        Authorization: \"Bearer ${VOXHOST_TEST_UNSET}\"\n", "voxhost.yaml:8:24: ", "pipelines.bot.upstream.headers.Authorization: environment variable VOXHOST_TEST_UNSET is not set"},
+		{"bad header name", relay + "      protocol: twilio\n      headers: {\"X Key\": v}\n", "voxhost.yaml:7:26: ", `pipelines.bot.upstream.headers."X Key": "X Key" is not a header name`},
+		{"handshake header", relay + "      protocol: twilio\n      headers: {upgrade: h2c}\n", "voxhost.yaml:7:26: ", "pipelines.bot.upstream.headers.upgrade: the WebSocket handshake sets Upgrade itself"},
+		{"header twice", relay + "      protocol: twilio\n      headers: {X-Key: a, x-key: b}\n", "voxhost.yaml:7:34: ", "pipelines.bot.upstream.headers.x-key: header x-key is given twice, also as X-Key (header names ignore case)"},
+		{"headers list", relay + "      protocol: twilio\n      headers: [Authorization]\n", "voxhost.yaml:7:16: ", "pipelines.bot.upstream.headers: want a mapping, got sequence"},
+		{"zero connect timeout", relay + "      protocol: twilio\n      connect_timeout: 0s\n", "voxhost.yaml:7:24: ", "pipelines.bot.upstream.connect_timeout: must be positive, got 0s"},
+		{"on_failure", relay + "      protocol: twilio\n      on_failure: retry\n", "voxhost.yaml:7:19: ", `pipelines.bot.upstream.on_failure: unknown on_failure policy "retry" (want end_call or echo)`},
+
+		// Playout and stalls.
+		{"unknown playout key", "playout:\n  queu: 1s\n", "voxhost.yaml:2:3: ", `playout: unknown key "queu" (want one of: queue, send_ahead)`},
+		{"short playout queue", "playout:\n  queue: 10ms\n", "voxhost.yaml:2:10: ", "playout.queue: must be at least 20ms (one frame), got 10ms"},
+		{"negative send ahead", "playout:\n  send_ahead: -1s\n", "voxhost.yaml:2:15: ", "playout.send_ahead: must not be negative (0 paces every caller at real time), got -1s"},
+		{"zero stall timeout", "limits:\n  stall_timeout: 0s\n", "voxhost.yaml:2:18: ", "limits.stall_timeout: must be positive, got 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse("voxhost.yaml", []byte(tc.data))

@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("pipelines:\n  main: &m [{plugin: gain, config: {a: [1, *m]}}]\n  b: *m\n")
 	f.Add("auth: {tokens: &x [*x]}\n")
 	f.Add("\tlisten: x\n")
+	f.Add(relay + "      protocol: twilio\n      headers: {A: \"${HOME}\", B: \"${\"}\n      options: {a: b}\n")
 	located := regexp.MustCompile(`^voxhost\.yaml:\d+:\d+: \S`)
 	f.Fuzz(func(t *testing.T, data string) {
 		_, err := config.Parse("voxhost.yaml", []byte(data))

@@ -1,0 +1,268 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/textproto"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/transport"
+)
+
+// Route is one entry of pipelines: what a call that asks for it runs. A
+// route with an upstream relays the call to a voice bot: the caller's audio
+// goes through Inbound to the bot, the bot's answer through Outbound to the
+// caller. Without one it is an echo: the caller hears its own audio after
+// Inbound and then Outbound.
+type Route struct {
+	// Inbound are the stages the caller's audio runs through; at least one.
+	Inbound []pipeline.StageSpec
+	// Outbound are the stages of what the caller hears; none passes it on
+	// unchanged.
+	Outbound []pipeline.StageSpec
+	// Upstream is the bot calls are relayed to; nil makes an echo.
+	Upstream *Upstream
+
+	// listed says the file wrote the route as a bare list of stages, so
+	// that errors name them as it does: pipelines.NAME[i], not
+	// pipelines.NAME.inbound[i].
+	listed bool
+}
+
+// Upstream is the bot leg of a route: where voxhost dials and how it speaks
+// to the bot.
+type Upstream struct {
+	// URL is a ws:// or wss:// URL template; {call_id}, {stream_id},
+	// {account_id}, {route} and {param.NAME} are filled in for each call
+	// (transport.CheckURLTemplate).
+	URL string
+	// Protocol names the dialect spoken to the bot, one of
+	// transport.DialectNames().
+	Protocol string
+	// Codec and Rate are the bot leg's audio as codec.ParseFormat reads
+	// them; empty and 0 mean μ-law and the codec's own rate.
+	Codec string
+	Rate  int
+	// Headers are sent with the dial, by name as the file spells it. The
+	// file's values may hold ${VAR}, read from the environment when the file
+	// is loaded (Parse): credentials need not be written into it. Every
+	// value is a Secret, whether or not it came from the environment.
+	Headers map[string]Secret
+	// Options are the dialect's own settings (transport.CheckOptions).
+	Options map[string]string
+	// ConnectTimeout caps the dial and the WebSocket handshake; 0 means
+	// the server's default.
+	ConnectTimeout time.Duration
+	// OnFailure is what a call does when the bot cannot be reached:
+	// OnFailureEndCall (also "") or OnFailureEcho.
+	OnFailure string
+}
+
+// The values of Upstream.OnFailure.
+const (
+	// OnFailureEndCall ends the call with the reason.
+	OnFailureEndCall = "end_call"
+	// OnFailureEcho goes on as an echo through the route's stages, so the
+	// caller is not cut off while the bot is down.
+	OnFailureEcho = "echo"
+)
+
+// Dialect looks the upstream's protocol up among the registered dialects.
+func (u *Upstream) Dialect() (transport.Dialect, error) {
+	return transport.LookupDialect(u.Protocol)
+}
+
+// Format is the bot leg's audio, from Codec and Rate.
+func (u *Upstream) Format() (codec.Format, error) {
+	return codec.ParseFormat(u.Codec, u.Rate)
+}
+
+// Secret is a value that must not be shown: an upstream header, which
+// carries credentials. It prints, logs and marshals as "[redacted]", so that
+// no %v of a Config, log line or JSON answer can leak it; Reveal returns
+// it. The zero Secret is the empty string.
+type Secret struct{ value string }
+
+// NewSecret wraps s.
+func NewSecret(s string) Secret { return Secret{s} }
+
+// Reveal returns the value, for the one place that sends it.
+func (s Secret) Reveal() string { return s.value }
+
+const redacted = "[redacted]"
+
+// String hides the value.
+func (Secret) String() string { return redacted }
+
+// GoString hides the value from %#v.
+func (Secret) GoString() string { return redacted }
+
+// LogValue hides the value from log/slog.
+func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// MarshalText hides the value from encoding/json and other encoders.
+func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+
+// validate checks the route at key path at.
+func (r *Route) validate(at string) error {
+	in := at + ".inbound"
+	if r.listed {
+		in = at
+	}
+	if len(r.Inbound) == 0 {
+		if r.listed {
+			return invalid(at, "no stages; list at least one plugin")
+		}
+		return invalid(in, "no stages; list at least one plugin (passthrough passes the caller's audio on unchanged)")
+	}
+	if err := validateStages(in, r.Inbound); err != nil {
+		return err
+	}
+	if err := validateStages(at+".outbound", r.Outbound); err != nil {
+		return err
+	}
+	if r.Upstream != nil {
+		return r.Upstream.validate(at + ".upstream")
+	}
+	return nil
+}
+
+// validate checks the upstream at key path at. Its errors name headers but
+// never show their values.
+func (u *Upstream) validate(at string) error {
+	if u.URL == "" {
+		return invalid(at+".url", "missing; give the bot's ws:// or wss:// URL")
+	}
+	if err := transport.CheckURLTemplate(u.URL); err != nil {
+		return invalid(at+".url", "%v", err)
+	}
+	if u.Protocol == "" {
+		return invalid(at+".protocol", "missing; name one of: %s", strings.Join(transport.DialectNames(), ", "))
+	}
+	d, err := u.Dialect()
+	if err != nil {
+		return invalid(at+".protocol", "%v", err)
+	}
+	// The codec alone first, so that an unknown codec is not blamed on
+	// the rate.
+	if _, err := codec.ParseFormat(u.Codec, 0); err != nil {
+		return invalid(at+".codec", "%v", err)
+	}
+	f, err := u.Format()
+	if err != nil {
+		return invalid(at+".rate", "%v", err)
+	}
+	if err := d.CheckFormat(f); err != nil {
+		key := ".codec"
+		if u.Rate != 0 {
+			key = ".rate"
+		}
+		return invalid(at+key, "protocol %s cannot carry %s: %v", d.Name(), f, err)
+	}
+	if err := transport.CheckOptions(d, u.Options); err != nil {
+		return invalid(at+".options", "%v", err)
+	}
+	if err := checkHeaders(at+".headers", u.Headers); err != nil {
+		return err
+	}
+	if u.ConnectTimeout < 0 {
+		return invalid(at+".connect_timeout", "must be positive, got %v", u.ConnectTimeout)
+	}
+	switch u.OnFailure {
+	case "", OnFailureEndCall, OnFailureEcho:
+	default:
+		return invalid(at+".on_failure", "unknown on_failure policy %q (want %s or %s)", u.OnFailure, OnFailureEndCall, OnFailureEcho)
+	}
+	return nil
+}
+
+// handshakeHeaders are set by the WebSocket handshake itself (Host by
+// net/http): a value configured for one would be dropped without a word.
+var handshakeHeaders = []string{"Connection", "Host", "Sec-Websocket-Extensions", "Sec-Websocket-Key", "Sec-Websocket-Version", "Upgrade"}
+
+func checkHeaders(at string, headers map[string]Secret) error {
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		at := join(at, name)
+		if !isToken(name) {
+			return invalid(at, "%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
+		}
+		canonical := textproto.CanonicalMIMEHeaderKey(name)
+		if slices.Contains(handshakeHeaders, canonical) {
+			return invalid(at, "the WebSocket handshake sets %s itself", canonical)
+		}
+		if other, dup := seen[canonical]; dup {
+			return invalid(at, "header %s is given twice, also as %s (header names ignore case)", name, other)
+		}
+		seen[canonical] = name
+		if strings.ContainsFunc(headers[name].value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return invalid(at, "the value holds a line break or another control character, which a header cannot carry (the value is not shown)")
+		}
+	}
+	return nil
+}
+
+// isToken says whether s is an HTTP token (RFC 9110 section 5.6.2), which
+// a header name must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// expandEnv replaces each ${NAME} in s with the environment variable NAME,
+// which must be set and not empty: a header sent as "Bearer " would fail at
+// every call's dial rather than at start-up. Its errors name the variable
+// but never show s, which may hold a credential itself.
+func expandEnv(s string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("a ${ without its }: write ${NAME} to read the environment variable NAME")
+		}
+		name := s[i+2 : i+end]
+		if !isEnvName(name) {
+			return "", fmt.Errorf("a ${...} that does not hold a variable name: write ${NAME}, NAME of letters, digits and _")
+		}
+		v, ok := os.LookupEnv(name)
+		switch {
+		case !ok:
+			return "", fmt.Errorf("environment variable %s is not set (the value reads ${%s})", name, name)
+		case v == "":
+			return "", fmt.Errorf("environment variable %s is empty (the value reads ${%s})", name, name)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+end+1:]
+	}
+}
+
+func isEnvName(s string) bool {
+	for i, c := range []byte(s) {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
