@@ -35,6 +35,7 @@ type botServer struct {
 	url      string
 	mu       sync.Mutex
 	requests []string
+	auth     []string // each dial's Authorization header
 }
 
 func startBot(t *testing.T, serve func(conn *gorilla.Conn)) *botServer {
@@ -44,6 +45,7 @@ func startBot(t *testing.T, serve func(conn *gorilla.Conn)) *botServer {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		b.requests = append(b.requests, r.URL.RequestURI())
+		b.auth = append(b.auth, r.Header.Get("Authorization"))
 		b.mu.Unlock()
 		conn, err := up.Upgrade(w, r, nil)
 		if err != nil {
@@ -571,6 +573,42 @@ func TestRelayFailures(t *testing.T) {
 		assertMetric(t, h, `voxhost_calls_total{outcome="disconnected",protocol="raw"} 1`)
 	})
 
+	t.Run("caller stops reading", func(t *testing.T) {
+		// A bot that talks without end to a caller that reads nothing: the
+		// playout queue fills and holds the bot back, the writes to the
+		// caller block, and the call ends.
+		quit := make(chan struct{})
+		bot := startBot(t, func(conn *gorilla.Conn) {
+			conn.ReadMessage()
+			chunk := make([]byte, 8000)
+			for conn.WriteMessage(gorilla.BinaryMessage, chunk) == nil {
+				select {
+				case <-quit:
+					return // the host cuts the socket within 2 s; tests after this one count allocations
+				default:
+				}
+			}
+		})
+		t.Cleanup(func() { close(quit) })
+		h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: "passthrough", upstream: upstream(t, bot.url, "raw")}},
+			func(o *server.Options) {
+				o.StallTimeout, o.SendAhead, o.PlayoutQueue = 300*time.Millisecond, time.Hour, time.Second
+			})
+		var before, after runtimeHeap
+		before.read()
+		c := dial(t, h.url+"/twilio")
+		defer c.CloseNow()
+		twilioCallerStart(t, c, `{}`)
+		assertMetric(t, h, `voxhost_calls_total{outcome="caller_stalled",protocol="twilio"} 1`)
+		after.read()
+		if grew := after.inUse - before.inUse; grew > 16<<20 {
+			t.Fatalf("the host's heap grew %d MiB while the caller did not read", grew>>20)
+		}
+		if m := metrics(t, h); strings.Contains(m, "\nvoxhost_playout_overflows_total 0\n") {
+			t.Fatal("the bot was never held back by the full playout queue")
+		}
+	})
+
 	t.Run("bot stops reading", func(t *testing.T) {
 		hold := make(chan struct{})
 		defer close(hold)
@@ -610,4 +648,139 @@ func (h *runtimeHeap) read() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h.inUse = int64(ms.HeapInuse)
+}
+
+// TestRelayToAnOpenAIRealtimeModel relays a call to a local server that
+// follows the Realtime API's published event schema (openai-python's
+// types/realtime; the real API cannot be reached from here). The model
+// must get session.update with the route's format and the caller's audio
+// as input_audio_buffer.append; its response.output_audio.delta must play
+// to the caller; its input_audio_buffer.speech_started must clear the
+// caller's playout and be answered with conversation.item.truncate at what
+// the caller heard, after which the truncated item's deltas are dropped.
+func TestRelayToAnOpenAIRealtimeModel(t *testing.T) {
+	soundA, soundB := bytes.Repeat([]byte{0x11}, 800), bytes.Repeat([]byte{0x22}, 800)
+	callerHeard := make(chan struct{})
+	type modelLog struct {
+		inputFormat string
+		audio       []byte
+		truncate    map[string]any
+		cancels     int
+	}
+	got := make(chan modelLog, 1)
+	bot := startBot(t, func(conn *gorilla.Conn) {
+		var log modelLog
+		defer func() { got <- log }()
+		send := func(v map[string]any) {
+			b, _ := json.Marshal(v)
+			conn.WriteMessage(gorilla.TextMessage, b)
+		}
+		delta := func(item string, audio []byte) {
+			send(map[string]any{"type": "response.output_audio.delta", "response_id": "resp_1", "item_id": item,
+				"output_index": 0, "content_index": 0, "delta": base64.StdEncoding.EncodeToString(audio)})
+		}
+		answered := false
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var e struct {
+				Type    string          `json:"type"`
+				Audio   string          `json:"audio"`
+				Session json.RawMessage `json:"session"`
+			}
+			json.Unmarshal(msg, &e)
+			switch e.Type {
+			case "session.update":
+				var s struct {
+					Audio struct {
+						Input struct {
+							Format struct {
+								Type string `json:"type"`
+							} `json:"format"`
+						} `json:"input"`
+					} `json:"audio"`
+				}
+				json.Unmarshal(e.Session, &s)
+				log.inputFormat = s.Audio.Input.Format.Type
+				send(map[string]any{"type": "session.updated", "event_id": "ev_1", "session": map[string]any{"type": "realtime"}})
+			case "input_audio_buffer.append":
+				a, _ := base64.StdEncoding.DecodeString(e.Audio)
+				log.audio = append(log.audio, a...)
+				if len(log.audio) >= 4000 && !answered {
+					answered = true
+					send(map[string]any{"type": "response.created", "response": map[string]any{"id": "resp_1", "status": "in_progress"}})
+					for i := 0; i < 30; i++ {
+						delta("item_1", soundA)
+					}
+					go func() {
+						<-callerHeard
+						send(map[string]any{"type": "input_audio_buffer.speech_started", "audio_start_ms": 900, "item_id": "item_in_2"})
+					}()
+				}
+			case "conversation.item.truncate":
+				json.Unmarshal(msg, &log.truncate)
+				delta("item_1", soundA) // sent before the model saw the truncate: dropped
+				send(map[string]any{"type": "response.created", "response": map[string]any{"id": "resp_2", "status": "in_progress"}})
+				for i := 0; i < 5; i++ {
+					delta("item_2", soundB)
+				}
+			case "response.cancel":
+				log.cancels++
+			}
+		}
+	})
+	up := upstream(t, bot.url+"/v1/realtime?model=gpt-realtime", "openai-realtime")
+	up.Header = http.Header{"Authorization": {"Bearer test-key"}}
+	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: "passthrough", upstream: up}}, nil)
+	c := dial(t, h.url+"/ws")
+	defer c.CloseNow()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	callerAudio := ulawSpeech(0.6)
+	for off := 0; off < len(callerAudio); off += 160 {
+		if err := c.Write(ctx, websocket.MessageBinary, callerAudio[off:off+160]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go feedSilence(ctx, c)
+	framesA, framesB, cleared := 0, 0, false
+	for framesB < 25 {
+		typ, msg := readMessage(t, c)
+		if typ == websocket.MessageText {
+			cleared = cleared || strings.Contains(string(msg), `"event":"clear"`)
+			continue
+		}
+		switch {
+		case bytes.Equal(msg, soundA[:160]) && !cleared:
+			if framesA++; framesA == 15 {
+				close(callerHeard)
+			}
+		case bytes.Equal(msg, soundB[:160]) && cleared:
+			framesB++
+		default:
+			t.Fatalf("after %d frames of item_1 and %d of item_2 (cleared: %v), a frame of %x…", framesA, framesB, cleared, msg[:4])
+		}
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	log := <-got
+	if log.inputFormat != "audio/pcmu" {
+		t.Fatalf("session.update's input format %q, want audio/pcmu for a μ-law route", log.inputFormat)
+	}
+	if want := hosttest.OfflineUlaw(t, "passthrough", callerAudio); !bytes.HasPrefix(log.audio, want) {
+		t.Fatal("the model did not get the caller's audio first, byte for byte")
+	}
+	end, _ := log.truncate["audio_end_ms"].(float64)
+	if log.truncate["item_id"] != "item_1" || log.truncate["content_index"] != float64(0) || end < 250 || end > 1500 {
+		t.Fatalf("truncate %v, want item_1 at about %d ms", log.truncate, framesA*20)
+	}
+	if log.cancels != 0 {
+		t.Fatalf("%d response.cancel: the model detected the speech itself and cancels its own response", log.cancels)
+	}
+	bot.mu.Lock()
+	defer bot.mu.Unlock()
+	if len(bot.auth) != 1 || bot.auth[0] != "Bearer test-key" || bot.requests[0] != "/v1/realtime?model=gpt-realtime" {
+		t.Fatalf("dialled %v with Authorization %v", bot.requests, bot.auth)
+	}
 }
