@@ -97,6 +97,39 @@ func (s *scanner) member(i int) ([]byte, bool) {
 	return key, s.err == ""
 }
 
+// members walks the object that comes next, calling member with each key;
+// member must consume the value. It returns false, having consumed
+// nothing, if the next value is not an object: a caller walking a member
+// skips it then, and one walking a whole message leaves it to finish.
+func (s *scanner) members(member func(key []byte)) bool {
+	if !s.object() {
+		return false
+	}
+	for i := 0; ; i++ {
+		key, ok := s.member(i)
+		if !ok {
+			return true
+		}
+		member(key)
+	}
+}
+
+// dispatchError says why a scanned message cannot be dispatched on its
+// discriminating member (Twilio's and raw's "event", OpenAI's "type"), or
+// returns nil: reason is finish's, missing the error for a message without
+// the member, has and value what the scan found of it.
+func dispatchError(protocol, reason, key, missing string, has bool, value []byte) error {
+	switch {
+	case reason != "":
+		return protocolErrorf(protocol, "%s", reason)
+	case !has:
+		return protocolErrorf(protocol, "%s", missing)
+	case value == nil:
+		return protocolErrorf(protocol, "%q is not a string", key)
+	}
+	return nil
+}
+
 // text consumes the next value and returns it as a string token, or
 // returns false if it is not a string.
 func (s *scanner) text() ([]byte, bool) {

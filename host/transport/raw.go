@@ -49,22 +49,26 @@ func (r *rawSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		in.Kind, in.Audio = KindAudio, msg
 		return nil
 	case Text:
-		return decodeRawControl(msg, in)
+		err := decodeRawControl(msg, in)
+		if in.Kind == KindClear {
+			// A clear is the host's to send: a caller has no queue of the
+			// host's to drop, so it is one more event to ignore.
+			in.Kind = KindIgnore
+		}
+		return err
 	}
 	return protocolErrorf(rawName, "message of unknown WebSocket type %d", int(typ))
 }
 
-// decodeRawControl reads a text message of the control vocabulary.
+// decodeRawControl reads a text message of the control vocabulary, both
+// roles' events: dtmf, mark, stop and clear. Each role then drops what its
+// peer may not ask for (the server a caller's clear, the client a bot's
+// dtmf).
 func decodeRawControl(msg []byte, in *Inbound) error {
 	var event, digit, name []byte
 	var hasEvent bool
 	s := scanner{buf: msg}
-	isObject := s.object()
-	for i := 0; isObject; i++ {
-		key, ok := s.member(i)
-		if !ok {
-			break
-		}
+	reason := s.finish(s.members(func(key []byte) {
 		switch {
 		case textIs(key, "event"):
 			hasEvent = true
@@ -76,14 +80,11 @@ func decodeRawControl(msg []byte, in *Inbound) error {
 		default:
 			s.skip()
 		}
+	}))
+	if err := dispatchError(rawName, reason, "event", `text message without an "event" member`, hasEvent, event); err != nil {
+		return err
 	}
-	switch reason := s.finish(isObject); {
-	case reason != "":
-		return protocolErrorf(rawName, "%s", reason)
-	case !hasEvent:
-		return protocolErrorf(rawName, `text message without an "event" member`)
-	case event == nil:
-		return protocolErrorf(rawName, `"event" is not a string`)
+	switch {
 	case textIs(event, "dtmf"):
 		if digit == nil {
 			return protocolErrorf(rawName, `dtmf message without a string "digit"`)
@@ -109,6 +110,8 @@ func decodeRawControl(msg []byte, in *Inbound) error {
 		in.Kind = KindMark
 	case textIs(event, "stop"):
 		in.Kind = KindStop
+	case textIs(event, "clear"):
+		in.Kind = KindClear
 	}
 	return nil
 }
@@ -116,10 +119,16 @@ func decodeRawControl(msg []byte, in *Inbound) error {
 func (r *rawSession) Audio(ulaw []byte) (MessageType, []byte) { return Binary, ulaw }
 
 func (r *rawSession) Mark(name string) (MessageType, []byte, bool) {
-	b := append(r.out[:0], `{"event":"mark","name":`...)
-	b = appendQuoted(b, name)
-	r.out = append(b, '}')
+	r.out = appendRawMark(r.out[:0], name)
 	return Text, r.out, true
+}
+
+// appendRawMark appends a mark message, the same both ways and in both
+// roles.
+func appendRawMark(dst []byte, name string) []byte {
+	dst = append(dst, `{"event":"mark","name":`...)
+	dst = appendQuoted(dst, name)
+	return append(dst, '}')
 }
 
 func (r *rawSession) Clear() (MessageType, []byte, bool) {
@@ -128,16 +137,22 @@ func (r *rawSession) Clear() (MessageType, []byte, bool) {
 }
 
 func (r *rawSession) Event(plugin, name string, data []byte, tMs int64) (MessageType, []byte, bool) {
-	b := append(r.out[:0], `{"event":"plugin","plugin":`...)
-	b = appendQuoted(b, plugin)
-	b = append(b, `,"name":`...)
-	b = appendQuoted(b, name)
-	if len(data) > 0 {
-		b = append(b, `,"data":`...)
-		b = appendData(b, data)
-	}
-	b = append(b, `,"t_ms":`...)
-	b = strconv.AppendInt(b, tMs, 10)
-	r.out = append(b, '}')
+	r.out = appendRawEvent(r.out[:0], plugin, name, data, tMs)
 	return Text, r.out, true
+}
+
+// appendRawEvent appends a plugin event message, which the server role
+// sends to callers and the client role to bots.
+func appendRawEvent(dst []byte, plugin, name string, data []byte, tMs int64) []byte {
+	dst = append(dst, `{"event":"plugin","plugin":`...)
+	dst = appendQuoted(dst, plugin)
+	dst = append(dst, `,"name":`...)
+	dst = appendQuoted(dst, name)
+	if len(data) > 0 {
+		dst = append(dst, `,"data":`...)
+		dst = appendData(dst, data)
+	}
+	dst = append(dst, `,"t_ms":`...)
+	dst = strconv.AppendInt(dst, tMs, 10)
+	return append(dst, '}')
 }

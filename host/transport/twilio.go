@@ -33,9 +33,7 @@ func (twilio) NewSession(maxAudio int) Session {
 	return &twilioSession{
 		maxAudio: maxAudio,
 		sid:      []byte(`""`),
-		// A payload that encodes at most maxAudio bytes decodes into this
-		// many at most, so canonical base64 of an allowed frame always fits.
-		audio: make([]byte, base64.StdEncoding.DecodedLen(enc)),
+		audio:    payloadBuffer(maxAudio),
 		// Room for a full frame and the longest streamSid start accepts,
 		// quoted, so rendering media never grows the buffer.
 		out: make([]byte, 0, len(twilioMediaHead)+MaxIDBytes+2+len(twilioMediaMid)+enc+len(twilioMediaTail)),
@@ -75,15 +73,13 @@ type twilioMedia struct {
 // not, or "".
 func (f *twilioMedia) scan(msg []byte) (reason string) {
 	s := scanner{buf: msg}
-	isObject := s.object()
-	for i := 0; isObject; i++ {
-		key, ok := s.member(i)
-		if !ok {
-			break
-		}
-		f.member(&s, key)
-	}
-	return s.finish(isObject)
+	return s.finish(s.members(func(key []byte) { f.member(&s, key) }))
+}
+
+// dispatchError says why a scanned message is not one to dispatch on its
+// event.
+func (f *twilioMedia) dispatchError(reason string) error {
+	return dispatchError(twilioName, reason, "event", `message without an "event" member`, f.hasEvent, f.event)
 }
 
 func (f *twilioMedia) member(s *scanner, key []byte) {
@@ -93,15 +89,7 @@ func (f *twilioMedia) member(s *scanner, key []byte) {
 		f.event, _ = s.text()
 	case textIs(key, "media"):
 		f.payload, f.track = nil, nil
-		if f.isObject = s.object(); !f.isObject {
-			s.skip()
-			return
-		}
-		for i := 0; ; i++ {
-			key, ok := s.member(i)
-			if !ok {
-				return
-			}
+		f.isObject = s.members(func(key []byte) {
 			switch {
 			case textIs(key, "payload"):
 				f.payload, _ = s.text()
@@ -110,6 +98,9 @@ func (f *twilioMedia) member(s *scanner, key []byte) {
 			default:
 				s.skip()
 			}
+		})
+		if !f.isObject {
+			s.skip()
 		}
 	default:
 		s.skip()
@@ -122,14 +113,10 @@ func (t *twilioSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		return &ProtocolError{Protocol: twilioName, Reason: "binary message on a Twilio stream: Twilio sends JSON text messages only", Unsupported: true}
 	}
 	var f twilioMedia
-	if reason := f.scan(msg); reason != "" {
-		return protocolErrorf(twilioName, "%s", reason)
+	if err := f.dispatchError(f.scan(msg)); err != nil {
+		return err
 	}
 	switch {
-	case !f.hasEvent:
-		return protocolErrorf(twilioName, `message without an "event" member`)
-	case f.event == nil:
-		return protocolErrorf(twilioName, `"event" is not a string`)
 	case textIs(f.event, "media"):
 		return t.media(&f, in)
 	case textIs(f.event, "start"):
@@ -156,12 +143,30 @@ func (t *twilioSession) media(f *twilioMedia, in *Inbound) error {
 	case f.payload == nil:
 		return protocolErrorf(twilioName, "media message without a string media.payload")
 	}
-	b64 := f.payload[1 : len(f.payload)-1]
-	if bytes.IndexByte(b64, '\\') >= 0 {
-		t.scratch = appendText(t.scratch[:0], f.payload)
-		b64 = t.scratch
+	n, err := decodeBase64Token(twilioName, "media payload", f.payload, t.audio, &t.scratch, t.maxAudio)
+	if err != nil {
+		return err
 	}
-	if base64.StdEncoding.DecodedLen(len(b64)) > len(t.audio) {
+	if err := checkAudio(twilioName, n, t.maxAudio); err != nil {
+		return err
+	}
+	in.Kind, in.Audio = KindAudio, t.audio[:n]
+	return nil
+}
+
+// decodeBase64Token decodes the base64 text of the JSON string token q into
+// dst and returns the bytes written, without allocating: dst holds any
+// payload of maxAudio bytes (payloadBuffer), and scratch keeps the text of
+// a token whose JSON escapes must be resolved first. What names the member
+// in errors, e.g. "media payload". Twilio's media and OpenAI's audio deltas
+// both carry audio this way.
+func decodeBase64Token(protocol, what string, q, dst []byte, scratch *[]byte, maxAudio int) (int, error) {
+	b64 := q[1 : len(q)-1]
+	if bytes.IndexByte(b64, '\\') >= 0 {
+		*scratch = appendText((*scratch)[:0], q)
+		b64 = *scratch
+	}
+	if base64.StdEncoding.DecodedLen(len(b64)) > len(dst) {
 		// Too long to decode into the buffer, which holds any allowed frame;
 		// the size is what well-formed base64 of this length decodes to.
 		size := len(b64) / 4 * 3
@@ -170,18 +175,21 @@ func (t *twilioSession) media(f *twilioMedia, in *Inbound) error {
 				size--
 			}
 		}
-		return tooLong(twilioName, size, t.maxAudio)
+		return 0, tooLong(protocol, size, maxAudio)
 	}
-	n, err := base64.StdEncoding.Decode(t.audio, b64)
+	n, err := base64.StdEncoding.Decode(dst, b64)
 	if err != nil {
 		at, _ := err.(base64.CorruptInputError) // the only error Decode returns
-		return protocolErrorf(twilioName, "bad base64 in media payload at byte %d", int64(at))
+		return 0, protocolErrorf(protocol, "bad base64 in %s at byte %d", what, int64(at))
 	}
-	if err := checkAudio(twilioName, n, t.maxAudio); err != nil {
-		return err
-	}
-	in.Kind, in.Audio = KindAudio, t.audio[:n]
-	return nil
+	return n, nil
+}
+
+// payloadBuffer makes the buffer decodeBase64Token decodes into: a payload
+// that encodes at most maxAudio bytes decodes into this many at most, so
+// canonical base64 of an allowed frame always fits.
+func payloadBuffer(maxAudio int) []byte {
+	return make([]byte, base64.StdEncoding.DecodedLen(base64.StdEncoding.EncodedLen(maxAudio)))
 }
 
 // twilioStart is what the host reads of a start message. Twilio repeats
