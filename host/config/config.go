@@ -339,8 +339,8 @@ func (l *Limits) validate() error {
 	return nil
 }
 
-// minPlayoutQueue is one frame: a queue that cannot hold a whole frame of
-// the bot's audio could never pass one on.
+// minPlayoutQueue is one frame of the bot's audio, which the server's
+// queue holds whatever it is told: a smaller value would silently be this.
 const minPlayoutQueue = 20 * time.Millisecond
 
 func (p *Playout) validate() error {
