@@ -4,7 +4,9 @@
 // Media Streams on /twilio). It knows nothing of WebSocket libraries, plugins
 // or codecs, so the call loop drives every protocol through the same Session
 // interface and a new protocol is one more Protocol value, not a change to
-// the loop.
+// the loop. The client role, spoken to the voice bot of a relayed call,
+// is a Dialect (upstream.go), registered by name: twilio (Twilio Media
+// Streams as Twilio speaks it), raw and openai-realtime, one file each.
 //
 // The call loop may allocate nothing per audio frame, so decoding an audio
 // message and rendering an audio reply both work in buffers the Session owns

@@ -35,8 +35,8 @@ type BotConfig struct {
 	// Call describes the call, for the dialect's start message.
 	Call CallInfo
 	// Options are the dialect's own settings from the route's upstream
-	// (openai-realtime: model, voice, instructions); unknown keys were
-	// refused by CheckOptions.
+	// (openai-realtime: api, voice, instructions, turn_detection; its
+	// model goes in the URL); unknown keys were refused by CheckOptions.
 	Options map[string]string
 }
 
@@ -66,7 +66,8 @@ type CallInfo struct {
 type BotSession interface {
 	// Open renders the messages that begin the stream, in order, through
 	// send: Twilio's connected and start, raw's start, OpenAI's
-	// session.update.
+	// session.update. The bytes handed to send view a session buffer, so
+	// send must be done with them when it returns (Interrupted's too).
 	Open(send func(MessageType, []byte) error) error
 	// Decode parses one message from the bot into in: KindAudio (Audio in
 	// the leg's format, any whole number of samples), KindMark (the bot

@@ -1,0 +1,91 @@
+package transport
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/voxhost/voxhost/host/codec"
+)
+
+// What the dialects (twilio_client.go, raw_client.go, openai.go) share:
+// the rules for a bot's audio, a call's ids and parameters as they go out
+// in a start message, and bounds on text a bot sends.
+
+// checkBotAudio enforces the rules for audio a bot sends, n bytes in
+// format f: not empty, at most maxAudio bytes, whole samples. Unlike a
+// caller's frames (checkAudio) it need not be whole milliseconds: bots
+// stream speech in pieces of any length (OpenAI's deltas are), and the
+// playout queue cuts them into frames.
+func checkBotAudio(protocol string, n, maxAudio int, f codec.Format) error {
+	switch size := f.SampleBytes(); {
+	case n == 0:
+		return protocolErrorf(protocol, "empty audio frame")
+	case n > maxAudio:
+		return tooLong(protocol, n, maxAudio)
+	case n%size != 0:
+		return protocolErrorf(protocol, "audio of %d bytes is not a whole number of %d-byte %s samples", n, size, f.Encoding)
+	}
+	return nil
+}
+
+// streamID is the stream id a bot is told: the call's, for a caller leg
+// whose carrier names no stream.
+func (c CallInfo) streamID() string {
+	if c.StreamID != "" {
+		return c.StreamID
+	}
+	return c.CallID
+}
+
+// appendParams appends params as a JSON object of strings, in key order so
+// that a call's start message is the same every time it is rendered.
+func appendParams(dst []byte, params map[string]string) []byte {
+	dst = append(dst, '{')
+	for i, k := range slices.Sorted(maps.Keys(params)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendQuoted(dst, k)
+		dst = append(dst, ':')
+		dst = appendQuoted(dst, params[k])
+	}
+	return append(dst, '}')
+}
+
+// appendID appends the id the string token q holds to dst, or says why
+// it cannot be kept as one (CheckID's rules). A bot's item ids arrive with
+// every audio message, so a valid id costs no allocation when dst has room
+// for MaxIDBytes.
+func appendID(dst []byte, what string, q []byte) ([]byte, error) {
+	n := len(dst)
+	dst = appendText(dst, q)
+	id := dst[n:]
+	ok := len(id) <= MaxIDBytes
+	for _, c := range id {
+		ok = ok && idChar(c)
+	}
+	if !ok {
+		return dst[:n], CheckID(what, string(id))
+	}
+	return dst, nil
+}
+
+// cutText bounds a text a bot sends that the host logs (an error's message)
+// to max bytes, cut at a character boundary and marked as cut.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// errFormat is CheckFormat's refusal of a format a dialect cannot carry.
+func errFormat(dialect string, f codec.Format, carries string) error {
+	return fmt.Errorf("the %s dialect carries %s, not %s", dialect, carries, f)
+}

@@ -1,0 +1,125 @@
+package transport
+
+import (
+	"strconv"
+
+	"github.com/voxhost/voxhost/host/codec"
+)
+
+// The raw dialect: the raw protocol's client role, for a bot that takes
+// bare audio. Binary messages carry audio in the route's format both ways
+// (μ-law at 8 kHz, or L16 at 8, 16 or 24 kHz), any whole number of
+// samples; text messages are JSON events. To the bot:
+//
+//	{"event":"start","call_id":C,"stream_id":S,"account_id":A,"route":R,
+//	 "params":{...},"codec":"mulaw"|"l16","rate":N}   first, once
+//	{"event":"dtmf","digit":"5"}                       a key the caller pressed
+//	{"event":"mark","name":"x"}                        the bot's mark, once the audio before it has played
+//	{"event":"clear","heard_ms":N}                     the caller barged in; N ms of the bot's audio were heard
+//	{"event":"plugin","plugin":P,"name":N,"data":D,"t_ms":T}  a plugin's event, as the server role sends it
+//	{"event":"stop"}                                   the caller hung up
+//
+// From the bot: audio, {"event":"mark","name":"x"}, {"event":"clear"}
+// (drop the audio queued for the caller) and {"event":"stop"}; other
+// events, a dtmf among them, are ignored. The stream id is the call id
+// when the caller leg has none.
+func init() { RegisterDialect(rawDialect{}) }
+
+type rawDialect struct{}
+
+func (rawDialect) Name() string { return rawName }
+
+// CheckFormat takes every format a leg can carry.
+func (rawDialect) CheckFormat(f codec.Format) error { return f.Check() }
+
+func (rawDialect) NewBotSession(cfg BotConfig) BotSession {
+	checkMaxAudio(cfg.MaxAudio)
+	return &rawBot{cfg: cfg, out: make([]byte, 0, 256)}
+}
+
+type rawBot struct {
+	cfg BotConfig
+	out []byte // the last rendered text message; the writing goroutine's
+}
+
+func (r *rawBot) Open(send func(MessageType, []byte) error) error {
+	c := r.cfg.Call
+	b := append(r.out[:0], `{"event":"start","call_id":`...)
+	b = appendQuoted(b, c.CallID)
+	b = append(b, `,"stream_id":`...)
+	b = appendQuoted(b, c.streamID())
+	b = append(b, `,"account_id":`...)
+	b = appendQuoted(b, c.AccountID)
+	b = append(b, `,"route":`...)
+	b = appendQuoted(b, c.Route)
+	b = append(b, `,"params":`...)
+	b = appendParams(b, c.Params)
+	b = append(b, `,"codec":"`...)
+	b = append(b, r.cfg.Format.Encoding.String()...)
+	b = append(b, `","rate":`...)
+	b = strconv.AppendInt(b, int64(r.cfg.Format.Rate), 10)
+	r.out = append(b, '}')
+	return send(Text, r.out)
+}
+
+// Audio sends the audio itself, as a binary message.
+func (r *rawBot) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
+
+// DTMF renders a dtmf event; there is none for a byte that is not a key.
+func (r *rawBot) DTMF(digit byte) (MessageType, []byte, bool) {
+	if !validDigit(digit) {
+		return 0, nil, false
+	}
+	r.out = append(append(r.out[:0], `{"event":"dtmf","digit":"`...), digit, '"', '}')
+	return Text, r.out, true
+}
+
+func (r *rawBot) MarkPlayed(name string) (MessageType, []byte, bool) {
+	r.out = appendRawMark(r.out[:0], name)
+	return Text, r.out, true
+}
+
+// Interrupted sends a clear with what the caller heard, unless the bot
+// asked for the clear: it then knows already, and what it was told of its
+// own audio (its marks) says what was heard.
+func (r *rawBot) Interrupted(heardMs int64, byBot bool, send func(MessageType, []byte) error) error {
+	if byBot {
+		return nil
+	}
+	b := append(r.out[:0], `{"event":"clear","heard_ms":`...)
+	b = strconv.AppendInt(b, heardMs, 10)
+	r.out = append(b, '}')
+	return send(Text, r.out)
+}
+
+func (r *rawBot) Event(plugin, name string, data []byte, tMs int64) (MessageType, []byte, bool) {
+	r.out = appendRawEvent(r.out[:0], plugin, name, data, tMs)
+	return Text, r.out, true
+}
+
+func (r *rawBot) Stop() (MessageType, []byte, bool) {
+	r.out = append(r.out[:0], `{"event":"stop"}`...)
+	return Text, r.out, true
+}
+
+// Decode reads the bot's audio as it is, and its events with the server
+// role's reader, keeping what a bot may ask: mark, clear and stop.
+func (r *rawBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
+	*in = Inbound{}
+	switch typ {
+	case Binary:
+		if err := checkBotAudio(rawName, len(msg), r.cfg.MaxAudio, r.cfg.Format); err != nil {
+			return err
+		}
+		in.Kind, in.Audio = KindAudio, msg
+		return nil
+	case Text:
+		err := decodeRawControl(msg, in)
+		if in.Kind == KindDTMF {
+			// The caller's keys are the host's to send; a bot has none.
+			*in = Inbound{}
+		}
+		return err
+	}
+	return protocolErrorf(rawName, "message of unknown WebSocket type %d", int(typ))
+}
