@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
 // outboundOnly is a route whose plugin shaper runs only on what the caller
@@ -74,7 +72,6 @@ func TestOutboundPluginIsRebuiltAndKept(t *testing.T) {
 // environment or the file, appears in no admin answer, no error and no log
 // line; the admin API names the header.
 func TestHeaderSecretsStayHidden(t *testing.T) {
-	hosttest.StandInTwilio()
 	const secret, literal = "tok-from-env-31337", "literal-secret-4242"
 	t.Setenv("VOXHOST_TEST_ADMIN_BOT_TOKEN", secret)
 	route := func(inbound string) string {

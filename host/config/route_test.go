@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,13 +11,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
-	"github.com/voxhost/voxhost/internal/hosttest"
 )
-
-func TestMain(m *testing.M) {
-	hosttest.StandInTwilio()
-	os.Exit(m.Run())
-}
 
 func TestRoutes(t *testing.T) {
 	t.Setenv("VOXHOST_TEST_BOT_TOKEN", "tok")
