@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -88,45 +90,76 @@ func benchCommand() *cli.Command {
 			},
 			{
 				Name:  "report",
-				Usage: "run the benchmark suite (hop, sessions, a load sweep of voxhost beside a bare echo server) and write BENCHMARKS.md",
+				Usage: "run the benchmark suite (hop, sessions, a load sweep of voxhost beside a bare echo server, a relay route beside an echo route) and write BENCHMARKS.md",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Value: "BENCHMARKS.md", Usage: "markdown file to write"},
+					&cli.StringFlag{Name: "out", Value: "BENCHMARKS.md", Usage: "markdown file to write; its hand-written blocks are kept"},
 					&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Value: app.DefaultPipelineSpec, Usage: "pipeline the load-tested server runs"},
 					&cli.StringFlag{Name: "sweep", Value: "10,50,100,250,500,1000", Usage: "call counts of the load sweeps"},
+					&cli.StringFlag{Name: "relay-sweep", Value: joinInts(bench.DefaultRelaySweep), Usage: "call counts of the relay comparison"},
 					&cli.Float64Flag{Name: "seconds", Value: 5, Usage: "audio per sweep point"},
+					&cli.StringFlag{Name: "only", Usage: `"relay": run the relay comparison alone and replace its section of --out`},
 				},
 				Action: func(c *cli.Context) error {
 					sweep, err := intList(c.String("sweep"))
 					if err != nil {
 						return fmt.Errorf("--sweep: %w", err)
 					}
+					relaySweep, err := intList(c.String("relay-sweep"))
+					if err != nil {
+						return fmt.Errorf("--relay-sweep: %w", err)
+					}
 					exe, err := os.Executable()
 					if err != nil {
 						return err
 					}
-					cat, closeCatalog, err := openCatalog(c)
-					if err != nil {
+					out := c.String("out")
+					old, err := os.ReadFile(out)
+					if err != nil && !errors.Is(err, fs.ErrNotExist) {
 						return err
 					}
-					defer closeCatalog()
-					rep, err := bench.RunReport(c.Context, cat, bench.ReportConfig{
-						Executable: exe, Pipeline: c.String("pipeline"), Sweep: sweep,
+					cfg := bench.ReportConfig{
+						Executable: exe, Pipeline: c.String("pipeline"), Sweep: sweep, RelaySweep: relaySweep,
 						PointDuration:    time.Duration(c.Float64("seconds") * float64(time.Second)),
 						SessionsDuration: 2 * time.Second, Progress: os.Stderr,
-					})
-					if err != nil {
+					}
+					var text string
+					switch c.String("only") {
+					case "":
+						cat, closeCatalog, err := openCatalog(c)
+						if err != nil {
+							return err
+						}
+						defer closeCatalog()
+						rep, err := bench.RunReport(c.Context, cat, cfg)
+						if err != nil {
+							return err
+						}
+						var doc strings.Builder
+						if err := rep.WriteMarkdown(&doc); err != nil {
+							return err
+						}
+						text = bench.KeepHandWritten(string(old), doc.String())
+					case "relay":
+						if old == nil {
+							return fmt.Errorf("--only relay: %s must exist: the section goes into it", out)
+						}
+						rep, err := bench.RunRelay(c.Context, cfg.Relay())
+						if err != nil {
+							return err
+						}
+						var section strings.Builder
+						if err := rep.WriteMarkdown(&section); err != nil {
+							return err
+						}
+						text = bench.ReplaceSection(string(old), section.String(), bench.PublishedHeading)
+					default:
+						return fmt.Errorf("--only %q: the one section that runs alone is relay", c.String("only"))
+					}
+					if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
 						return err
 					}
-					f, err := os.Create(c.String("out"))
-					if err != nil {
-						return err
-					}
-					if err := rep.WriteMarkdown(f); err != nil {
-						f.Close()
-						return err
-					}
-					fmt.Fprintf(os.Stderr, "wrote %s\n", c.String("out"))
-					return f.Close()
+					fmt.Fprintf(os.Stderr, "wrote %s\n", out)
+					return nil
 				},
 			},
 			{
@@ -150,6 +183,14 @@ func benchCommand() *cli.Command {
 			benchBotCommand(),
 		},
 	}
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 func intList(s string) ([]int, error) {

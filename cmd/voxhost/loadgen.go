@@ -23,14 +23,17 @@ func loadgenCommand() *cli.Command {
 		Name:  "loadgen",
 		Usage: "measure how many concurrent calls a server carries: open-loop calls, round trips, saturation",
 		Description: `Each call sends a 160-byte μ-law frame every 1/fps s on its own schedule, whatever the
-   replies do, and times each reply against its frame. A point is saturated when RTT p99 > 1 s,
+   replies do, and times the frame's answer: as much audio coming back, in one reply or several, as a
+   relay route's playout cuts and paces a bot's audio (--pipeline names the route; voxhost bench bot
+   --mode echo is a bot). On Twilio the host's marks go back once the audio before them has played,
+   as Twilio returns them. A point is saturated when RTT p99 > 1 s,
    p99.9 > 2 s, more than 1% of connections or frames fail, or throughput is under 95%.
    Server memory, CPU and GC pauses come from /metrics on the same host and port.
    Example: voxhost loadgen --url ws://localhost:8080 --sweep ` + strings.Join(counts, ",") + ` --plot rtt.svg`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "server address, ws:// or wss://; without a path, /ws or /twilio by protocol", Required: true},
 			&cli.StringFlag{Name: "protocol", Usage: "raw or twilio", Value: loadgen.DefaultProtocol},
-			&cli.StringFlag{Name: "pipeline", Usage: "pipeline each call asks for (raw: ?pipeline=, twilio: customParameters)"},
+			&cli.StringFlag{Name: "pipeline", Usage: "pipeline (route) each call asks for (raw: ?pipeline=, twilio: customParameters)"},
 			&cli.StringFlag{Name: "token", Usage: "bearer token sent with every connection"},
 			&cli.StringFlag{Name: "metrics-url", Usage: `where server stats are read (default http://HOST:PORT/metrics of --url; "-" for none)`},
 			&cli.IntFlag{Name: "calls", Usage: "concurrent calls of a single point", Value: 10},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/bench"
 	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/loadgen"
 	"github.com/voxhost/voxhost/host/plugin"
 )
 
@@ -81,6 +82,61 @@ func TestEchoBaselineEchoes(t *testing.T) {
 		typ, got, err := c.Read(ctx)
 		if err != nil || typ != websocket.MessageBinary || string(got) != msg {
 			t.Fatalf("echo of %d bytes: %v", len(msg), err)
+		}
+	}
+}
+
+func TestReplaceSectionAndKeepHandWritten(t *testing.T) {
+	doc := "# t\n\nintro\n\n## A\n\na\n\n" + bench.PublishedHeading + "\n\np\n"
+	relay := bench.RelayHeading + "\n\nfirst\n\n"
+	once := bench.ReplaceSection(doc, relay, bench.PublishedHeading)
+	if want := "# t\n\nintro\n\n## A\n\na\n\n" + relay + bench.PublishedHeading + "\n\np\n"; once != want {
+		t.Fatalf("inserted:\n%s\nwant:\n%s", once, want)
+	}
+	twice := bench.ReplaceSection(once, bench.RelayHeading+"\n\nsecond\n\n", bench.PublishedHeading)
+	if strings.Contains(twice, "first") || strings.Count(twice, bench.RelayHeading) != 1 || !strings.Contains(twice, "second\n\n"+bench.PublishedHeading) {
+		t.Fatalf("replaced:\n%s", twice)
+	}
+
+	block := bench.HandWrittenStart + "\nmeasured by hand\n" + bench.HandWrittenEnd
+	old := "# t\n\n## A\n\ngenerated a\n\n" + block + "\n\n## B\n\nb\n\n## Gone\n\n" + bench.HandWrittenStart + "\norphan\n" + bench.HandWrittenEnd + "\n"
+	fresh := "# t\n\n## A\n\nnew a\n\n## B\n\nnew b\n"
+	got := bench.KeepHandWritten(old, fresh)
+	if want := "# t\n\n## A\n\nnew a\n\n" + block + "\n\n## B\n\nnew b\n\n" + bench.HandWrittenStart + "\norphan\n" + bench.HandWrittenEnd + "\n"; got != want {
+		t.Fatalf("kept:\n%s\nwant:\n%s", got, want)
+	}
+	if again := bench.KeepHandWritten("", fresh); again != fresh {
+		t.Fatalf("nothing to keep changed the report:\n%s", again)
+	}
+}
+
+func TestRelaySectionReportsBothRoutes(t *testing.T) {
+	point := func(calls int, p99 time.Duration, rss int64) loadgen.Result {
+		return loadgen.Result{Calls: calls, Throughput: 1, RTT: loadgen.Latency{P50: time.Millisecond, P99: p99, P999: p99},
+			Server: &loadgen.ServerStats{RSSBefore: 10 << 20, RSSDuring: 10<<20 + rss*int64(calls), CPUPercent: 50}}
+	}
+	sweep := func(p99 ...time.Duration) loadgen.SweepResult {
+		var sr loadgen.SweepResult
+		for i, d := range p99 {
+			sr.Points = append(sr.Points, point(100*(i+1), d, 0))
+		}
+		return sr
+	}
+	r := &bench.Relay{Pipeline: "vad | agc", BotCPUPercent: 30, Date: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), Commit: "abc",
+		Routes: []bench.RelayRoute{
+			{Name: bench.RouteEcho, Sweep: sweep(time.Millisecond, 2*time.Millisecond), Memory: point(250, time.Millisecond, 40<<10)},
+			{Name: bench.RouteRelay, Sweep: sweep(5*time.Millisecond, 30*time.Millisecond), Memory: point(250, 5*time.Millisecond, 60<<10)},
+		}}
+	var b strings.Builder
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{bench.RelayHeading + "\n", "`vad | agc`", "| 100 | echo | 1.00 | 1.00 |", "| 200 | relay | 1.00 | 30.00 |",
+		"relay route **100** calls, echo route **200** calls: **50%** of the echo route's", "echo route 40.0 KiB", "relay route 60.0 KiB", "30% of a core",
+		"Measured apart from the rest of this file", "commit abc"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("section lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -29,6 +29,9 @@ type ReportConfig struct {
 	Sweep []int
 	// PointDuration is how long each sweep point sends audio.
 	PointDuration time.Duration
+	// RelaySweep are the call counts of the relay comparison; empty means
+	// DefaultRelaySweep.
+	RelaySweep []int
 	// SessionsDuration is how long each sessions point runs.
 	SessionsDuration time.Duration
 	// Progress receives one line per step.
@@ -52,6 +55,9 @@ type Report struct {
 	Voxhost       loadgen.SweepResult
 	Baseline      loadgen.SweepResult
 	SweepError    string
+	// Relay is the relay comparison; RelayError says why it failed.
+	Relay      *Relay
+	RelayError string
 }
 
 // RunReport measures the hop table, the sessions table, and a load sweep of
@@ -97,7 +103,21 @@ func RunReport(ctx context.Context, cat *catalog.Catalog, cfg ReportConfig) (*Re
 		rep.SweepError = err.Error()
 		say("load sweep failed: %v", err)
 	}
+	if rep.Relay, err = RunRelay(ctx, cfg.Relay()); err != nil {
+		rep.RelayError = err.Error()
+		say("relay comparison failed: %v", err)
+	}
 	return rep, nil
+}
+
+// Relay is the relay comparison's part of the report's config, for
+// running it alone; its progress goes to cfg.Progress.
+func (cfg ReportConfig) Relay() RelayConfig {
+	rc := RelayConfig{Executable: cfg.Executable, Pipeline: cfg.Pipeline, Sweep: cfg.RelaySweep, PointDuration: cfg.PointDuration}
+	if w := cfg.Progress; w != nil {
+		rc.Progress = func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	}
+	return rc
 }
 
 func (rep *Report) sweeps(ctx context.Context, cfg ReportConfig, say func(string, ...any)) error {
@@ -176,21 +196,33 @@ func (c *child) stop() {
 	}
 }
 
+// commit names the source measured: the revision the binary was built
+// from or, when the build stamped none (GOFLAGS=-buildvcs=false), the
+// checkout's it runs in, as make bench runs it.
 func commit() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
 	rev, dirty := "unknown", ""
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = " (with uncommitted changes)"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = " (with uncommitted changes)"
+				}
 			}
 		}
+	}
+	if rev != "unknown" {
+		return rev + dirty
+	}
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return rev
+	}
+	rev = strings.TrimSpace(string(out))
+	if status, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(status) > 0 {
+		dirty = " (with uncommitted changes)"
 	}
 	return rev + dirty
 }
