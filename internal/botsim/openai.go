@@ -25,10 +25,11 @@ var openAIDefault = codec.Format{Encoding: codec.L16, Rate: 24000}
 // formats it takes), audio deltas in responses with ids, the replies to
 // input_audio_buffer.commit and .clear, conversation.item.truncate
 // answered and recorded, response.cancel ending the response under way.
-// A client that sends the beta header (OpenAI-Beta: realtime=v1) gets the
-// beta names: response.audio.delta and flat session formats.
+// A client that sends the beta header (OpenAI-Beta: realtime=v1), or a
+// session.update with the beta's flat formats, gets the beta names:
+// response.audio.delta and flat session formats.
 type openAIBot struct {
-	beta  bool
+	beta  bool // under wmu once the call runs
 	model string
 
 	// The reader's.
@@ -287,6 +288,9 @@ func (o *openAIBot) sessionUpdate(c *call, msg []byte, ev *openAIEvent) error {
 		return o.sendError(c, "invalid_request_error", "invalid_value", "session: "+err.Error(), ev.EventID)
 	}
 	c.wmu.Lock()
+	if s.InputAudioFormat != "" || s.OutputAudioFormat != "" {
+		o.beta = true // a beta client, even without the beta header
+	}
 	werr := c.writeJSON(map[string]any{"type": "session.updated", "event_id": o.eventID(),
 		"session": o.sessionObject(c, ev.Session, in, out)})
 	c.wmu.Unlock()
@@ -382,11 +386,16 @@ func (o *openAIBot) finish(c *call, status string) error {
 }
 
 // interrupt sends input_audio_buffer.speech_started, as server VAD does
-// when the caller starts to speak: at the audio received so far.
+// when the caller starts to speak, at the audio received so far; then, as
+// the API does with its default interrupt_response, it cancels its own
+// response under way, so that the client need not.
 func (o *openAIBot) interrupt(c *call) error {
 	c.recMu.Lock()
 	ms := c.rec.AudioIn / int64(c.rec.InputFormat.BytesPerMs())
 	c.recMu.Unlock()
-	return c.writeJSON(map[string]any{"type": "input_audio_buffer.speech_started", "event_id": o.eventID(),
-		"audio_start_ms": ms, "item_id": fmt.Sprintf("item_in_%d", o.inItem.Load()+1)})
+	if err := c.writeJSON(map[string]any{"type": "input_audio_buffer.speech_started", "event_id": o.eventID(),
+		"audio_start_ms": ms, "item_id": fmt.Sprintf("item_in_%d", o.inItem.Load()+1)}); err != nil {
+		return err
+	}
+	return o.finish(c, "cancelled")
 }
