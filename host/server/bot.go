@@ -57,6 +57,9 @@ type botLeg struct {
 	src     codec.Source
 	pcm     []byte // a frame decoded, when there is no outbound pipeline
 	ulaw    []byte // a frame for the caller
+	// audioMs is the bot's audio cut into frames so far: the time of the
+	// outbound plugins' events.
+	audioMs int64
 
 	// clearOutbound asks the bot reader to deliver EventClear to the
 	// outbound plugins and drop the frame it holds, before its next frame:
@@ -131,8 +134,9 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		c.end(websocket.StatusTryAgainLater, "the voice bot closed the connection at once", "bot_unreachable")
 		return err
 	}
-	c.bot = b
 	c.log = c.log.With("upstream", name)
+	c.bot = b
+	c.botLive.Store(b)
 	return nil
 }
 
@@ -361,12 +365,13 @@ func (b *botLeg) processFrame(t0 time.Time) bool {
 	c := b.c
 	gen := b.queue.generation()
 	b.src.Frame = b.frame[:b.filled]
+	b.audioMs += int64(b.filled / b.u.Format.BytesPerMs())
 	b.filled = 0
 	var pcm []byte
 	if c.out != nil {
 		var err error
 		if pcm, err = c.out.Process(&b.src); err != nil {
-			c.pluginFailed(err)
+			c.outboundFailed(err)
 			return false
 		}
 	} else {
@@ -392,7 +397,7 @@ func (b *botLeg) deliverClear() bool {
 		return true
 	}
 	if err := b.c.out.Event(abi.EventClear, 0, nil); err != nil {
-		b.c.pluginFailed(err)
+		b.c.outboundFailed(err)
 		return false
 	}
 	return b.c.outEvents.empty() || b.c.flushOutbound()

@@ -66,8 +66,12 @@ type call struct {
 	// in and out are the inbound and outbound pipelines; out is nil when
 	// the route has no outbound stages.
 	in, out *pipeline.Pipeline
-	// bot is the bot leg; nil for an echo.
-	bot *botLeg
+	// bot is the bot leg; nil for an echo. It is set while the call
+	// starts, before the bot reader and the playout exist; botLive holds
+	// it too, for the goroutines that do not run the call (the watchdog,
+	// and whoever ends it).
+	bot     *botLeg
+	botLive atomic.Pointer[botLeg]
 
 	readBuf  []byte
 	ulawOut  []byte
@@ -243,7 +247,7 @@ func (c *call) frame(t0 time.Time) bool {
 	if c.out != nil && len(pcm) > 0 {
 		c.pcmSrc.Frame = pcm
 		if pcm, err = c.out.Process(&c.pcmSrc); err != nil {
-			c.pluginFailed(err)
+			c.outboundFailed(err)
 			return false
 		}
 	}
@@ -427,7 +431,7 @@ func (c *call) flushInbound() bool {
 				return false
 			}
 		}
-		return c.callerEvent(e)
+		return c.callerEvent(e, c.audioMs)
 	})
 }
 
@@ -443,16 +447,21 @@ func (c *call) flushOutbound() bool {
 			}
 			return c.renderCaller(c.sess.Clear)
 		}
-		return c.callerEvent(e)
+		tMs := c.audioMs
+		if c.bot != nil {
+			tMs = c.bot.audioMs
+		}
+		return c.callerEvent(e, tMs)
 	})
 }
 
-// callerEvent sends a plugin event to the caller, or logs it when the
-// caller's protocol has no place for it.
-func (c *call) callerEvent(e *pending) bool {
+// callerEvent sends a plugin event to the caller, at tMs of the audio of
+// the plugin's direction, or logs it when the caller's protocol has no
+// place for it.
+func (c *call) callerEvent(e *pending, tMs int64) bool {
 	c.callerMu.Lock()
 	defer c.callerMu.Unlock()
-	typ, msg, ok := c.sess.Event(e.plugin, e.name, e.data, c.audioMs)
+	typ, msg, ok := c.sess.Event(e.plugin, e.name, e.data, tMs)
 	if !ok {
 		c.log.Debug("plugin event", "plugin", e.plugin, "name", e.name, "data", string(e.data))
 		return true
@@ -590,8 +599,17 @@ func (c *call) malformed(err error) {
 	c.end(status, err.Error(), "malformed")
 }
 
+// pluginFailed ends the call for an inbound plugin's failure (its
+// policy is end_call), after what the plugins emitted.
 func (c *call) pluginFailed(err error) {
 	c.flushInbound()
+	c.end(websocket.StatusInternalError, "plugin failed: "+err.Error(), "plugin_error")
+}
+
+// outboundFailed is pluginFailed for an outbound plugin, called by the
+// goroutine that runs the outbound pipeline.
+func (c *call) outboundFailed(err error) {
+	c.flushOutbound()
 	c.end(websocket.StatusInternalError, "plugin failed: "+err.Error(), "plugin_error")
 }
 
@@ -620,6 +638,7 @@ func (c *call) flush() {
 			c.pcmSrc.Frame = pcm
 			var err error
 			if pcm, err = c.out.Process(&c.pcmSrc); err != nil {
+				c.outboundFailed(err)
 				return err
 			}
 		}
@@ -641,8 +660,8 @@ func (c *call) end(status websocket.StatusCode, reason, outcome string) {
 	c.endOnce.Do(func() {
 		c.outcome, c.reason = outcome, reason
 		close(c.done)
-		if c.bot != nil {
-			c.bot.close()
+		if b := c.botLive.Load(); b != nil {
+			b.close()
 		}
 		closeSocket(c.conn, status, reason)
 	})

@@ -671,8 +671,11 @@ func TestRelayToAnOpenAIRealtimeModel(t *testing.T) {
 	bot := startBot(t, func(conn *gorilla.Conn) {
 		var log modelLog
 		defer func() { got <- log }()
+		var writeMu sync.Mutex // gorilla allows one writer at a time
 		send := func(v map[string]any) {
 			b, _ := json.Marshal(v)
+			writeMu.Lock()
+			defer writeMu.Unlock()
 			conn.WriteMessage(gorilla.TextMessage, b)
 		}
 		delta := func(item string, audio []byte) {

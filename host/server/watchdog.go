@@ -81,11 +81,13 @@ func (w *watchdog) tick() {
 		c.end(websocket.StatusPolicyViolation, fmt.Sprintf("idle timeout: no audio for %v", opts.IdleTimeout), "idle")
 		return
 	case w.caller.observe(&c.callerWrites, w.period) >= opts.StallTimeout:
-		c.log.Warn("caller stopped reading", "for", opts.StallTimeout)
-		c.end(websocket.StatusAbnormalClosure, "", "caller_stalled")
+		// The call-ended line says so: the call's logger may be changing
+		// while the call starts, and is not this goroutine's to read.
+		c.end(websocket.StatusAbnormalClosure, fmt.Sprintf("the caller took no message for %v", opts.StallTimeout), "caller_stalled")
 		return
-	case c.bot != nil && w.bot.observe(&c.bot.writes, w.period) >= opts.StallTimeout:
-		c.bot.failed("stalled", fmt.Sprintf("the bot took no message for %v", opts.StallTimeout))
+	}
+	if b := c.botLive.Load(); b != nil && w.bot.observe(&b.writes, w.period) >= opts.StallTimeout {
+		b.failed("stalled", fmt.Sprintf("the bot took no message for %v", opts.StallTimeout))
 		return
 	}
 	w.timer.Reset(w.period)
