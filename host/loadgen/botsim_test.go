@@ -20,7 +20,7 @@ func TestAgainstTheBotSimulator(t *testing.T) {
 	for _, proto := range []string{loadgen.ProtocolRaw, loadgen.ProtocolTwilio} {
 		t.Run(proto, func(t *testing.T) {
 			res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url + botsim.Paths[proto], Protocol: proto, Pipeline: "relay",
-				MetricsURL: "-", Calls: calls, Duration: time.Second, Ramp: 100 * time.Millisecond})
+				MetricsURL: "-", Calls: calls, Duration: 600 * time.Millisecond, Ramp: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,8 +33,8 @@ func TestAgainstTheBotSimulator(t *testing.T) {
 		})
 	}
 	for _, c := range sim.Calls() {
-		if c.AudioIn != 50*loadgen.FrameBytes || c.AudioOut != c.AudioIn {
-			t.Errorf("%s: the bot heard %d bytes and said %d, want %d", c.Summary(), c.AudioIn, c.AudioOut, 50*loadgen.FrameBytes)
+		if c.AudioIn != 30*loadgen.FrameBytes || c.AudioOut != c.AudioIn {
+			t.Errorf("%s: the bot heard %d bytes and said %d, want %d", c.Summary(), c.AudioIn, c.AudioOut, 30*loadgen.FrameBytes)
 		}
 		if c.Protocol == botsim.ProtocolTwilio && (c.Start == nil || c.Start.Params["pipeline"] != "relay") {
 			t.Errorf("twilio start %+v, want the route in customParameters", c.Start)

@@ -389,7 +389,7 @@ func TestAnswersCutDifferently(t *testing.T) {
 		srv.chunk = chunk
 		for _, proto := range []string{ProtocolRaw, ProtocolTwilio} {
 			t.Run(fmt.Sprintf("%s in %d-byte messages", proto, chunk), func(t *testing.T) {
-				res, err := Run(context.Background(), Config{URL: srv.url, Protocol: proto, Calls: 4, Duration: 600 * time.Millisecond,
+				res, err := Run(context.Background(), Config{URL: srv.url, Protocol: proto, Calls: 4, Duration: 400 * time.Millisecond,
 					Ramp: 100 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)

@@ -11,15 +11,24 @@ import (
 	"time"
 
 	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/loadgen"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
+	"github.com/voxhost/voxhost/host/transport"
+	"github.com/voxhost/voxhost/internal/botsim"
 )
 
 // newVoxhost serves the passthrough pipeline, named "main", on a loopback
 // port and returns its ws:// URL; tokens, if any, are required.
 func newVoxhost(t testing.TB, tokens ...string) string {
+	return newVoxhostRoutes(t, nil, tokens...)
+}
+
+// newVoxhostRoutes is newVoxhost with a route "relay" besides "main",
+// the same pipeline relayed to upstream, when that is not nil.
+func newVoxhostRoutes(t testing.TB, upstream *server.Upstream, tokens ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
@@ -35,7 +44,11 @@ func newVoxhost(t testing.TB, tokens ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(ctx, server.Options{Runtime: rt, Routes: server.EchoRoutes(map[string]*pipeline.Definition{"main": def}),
+	routes := server.EchoRoutes(map[string]*pipeline.Definition{"main": def})
+	if upstream != nil {
+		routes["relay"] = &server.Route{Name: "relay", Inbound: def, Upstream: upstream}
+	}
+	s, err := server.New(ctx, server.Options{Runtime: rt, Routes: routes,
 		DefaultRoute: "main", Tokens: tokens, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +61,39 @@ func newVoxhost(t testing.TB, tokens ...string) string {
 		rt.Close(ctx)
 	})
 	return "ws" + strings.TrimPrefix(hs.URL, "http")
+}
+
+// TestThroughARelay calls a route relayed to the bot simulator in echo
+// mode: the caller's frames go through the host to the bot and back, are
+// re-framed by the host's playout and paced by its clock (raw) or sent
+// ahead (Twilio), and each is still answered once, by its audio.
+func TestThroughARelay(t *testing.T) {
+	for _, dialect := range []string{botsim.ProtocolRaw, botsim.ProtocolTwilio} {
+		t.Run("bot speaks "+dialect, func(t *testing.T) {
+			sim, botURL := botsim.Start(t, botsim.Config{RecordAudio: -1})
+			d, err := transport.LookupDialect(dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := newVoxhostRoutes(t, &server.Upstream{URL: botURL + botsim.Paths[dialect], Dialect: d, Format: codec.Telephony})
+			for _, proto := range []string{loadgen.ProtocolRaw, loadgen.ProtocolTwilio} {
+				res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Protocol: proto, Pipeline: "relay",
+					Calls: 4, Duration: 500 * time.Millisecond, Ramp: 100 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s caller: rtt p50 %v p99 %v max %v", proto, res.RTT.P50, res.RTT.P99, res.RTT.Max)
+				if res.FramesReceived != res.FramesDue || res.ExtraReplies != 0 || res.ConnectionsFailed != 0 {
+					t.Errorf("%s caller: received %d of %d, %d extra, errors %q", proto, res.FramesReceived, res.FramesDue, res.ExtraReplies, res.Errors)
+				}
+			}
+			for _, c := range sim.Calls() {
+				if c.AudioIn != 25*loadgen.FrameBytes || c.AudioOut != c.AudioIn {
+					t.Errorf("%s: the bot heard %d bytes and said %d, want %d", c.Summary(), c.AudioIn, c.AudioOut, 25*loadgen.FrameBytes)
+				}
+			}
+		})
+	}
 }
 
 func TestAgainstVoxhost(t *testing.T) {
