@@ -14,12 +14,17 @@ const (
 	// L16 is 16-bit linear PCM, little-endian (PCM16LE), the ABI's own
 	// sample format: two bytes per sample, so it crosses as a copy.
 	L16
+	// Alaw is G.711 A-law: one byte per sample.
+	Alaw
 )
 
 // String names the encoding as configs spell it.
 func (e Encoding) String() string {
-	if e == L16 {
+	switch e {
+	case L16:
 		return "l16"
+	case Alaw:
+		return "alaw"
 	}
 	return "mulaw"
 }
@@ -38,14 +43,20 @@ var Telephony = Format{Encoding: Mulaw, Rate: 8000}
 var L16Rates = []int{8000, 16000, 24000}
 
 // ParseFormat reads a codec name and a rate as configs spell them: "mulaw"
-// (also "ulaw", "pcmu", "g711_ulaw") only at 8000 Hz, "l16" (also "pcm16",
-// "slin") at 8000, 16000 or 24000 Hz. A rate of 0 means the codec's
-// default: 8000 for μ-law, 16000 for L16.
+// (also "ulaw", "pcmu", "g711_ulaw") and "alaw" (also "pcma",
+// "g711_alaw") only at 8000 Hz, "l16" (also "pcm16", "slin") at 8000,
+// 16000 or 24000 Hz. A rate of 0 means the codec's default: 8000 for
+// G.711, 16000 for L16.
 func ParseFormat(codec string, rate int) (Format, error) {
 	var f Format
 	switch strings.ToLower(codec) {
 	case "", "mulaw", "ulaw", "pcmu", "g711_ulaw":
 		f = Format{Encoding: Mulaw, Rate: rate}
+		if f.Rate == 0 {
+			f.Rate = 8000
+		}
+	case "alaw", "pcma", "g711_alaw":
+		f = Format{Encoding: Alaw, Rate: rate}
 		if f.Rate == 0 {
 			f.Rate = 8000
 		}
@@ -55,7 +66,7 @@ func ParseFormat(codec string, rate int) (Format, error) {
 			f.Rate = 16000
 		}
 	default:
-		return Format{}, fmt.Errorf("unknown codec %q (want mulaw or l16)", codec)
+		return Format{}, fmt.Errorf("unknown codec %q (want mulaw, alaw or l16)", codec)
 	}
 	return f, f.Check()
 }
@@ -63,9 +74,9 @@ func ParseFormat(codec string, rate int) (Format, error) {
 // Check says why the format cannot be carried, or nil.
 func (f Format) Check() error {
 	switch f.Encoding {
-	case Mulaw:
+	case Mulaw, Alaw:
 		if f.Rate != 8000 {
-			return fmt.Errorf("μ-law is carried at 8000 Hz only, not %d", f.Rate)
+			return fmt.Errorf("%s is carried at 8000 Hz only, not %d", f.Encoding, f.Rate)
 		}
 	case L16:
 		for _, r := range L16Rates {
@@ -98,8 +109,11 @@ func (f Format) BytesPerMs() int { return f.Rate / 1000 * f.SampleBytes() }
 // bytes written; what does not fit in dst is left out. It does not
 // allocate.
 func (f Format) Decode(dst, src []byte) int {
-	if f.Encoding == L16 {
+	switch f.Encoding {
+	case L16:
 		return copy(dst, src[:len(src)&^1])
+	case Alaw:
+		return DecodeAlaw(dst, src)
 	}
 	return DecodeUlaw(dst, src)
 }
@@ -108,8 +122,11 @@ func (f Format) Decode(dst, src []byte) int {
 // the bytes written; what does not fit in dst is left out. It does not
 // allocate.
 func (f Format) Encode(dst, pcm []byte) int {
-	if f.Encoding == L16 {
+	switch f.Encoding {
+	case L16:
 		return copy(dst, pcm[:len(pcm)&^1])
+	case Alaw:
+		return EncodeAlaw(dst, pcm)
 	}
 	return EncodeUlaw(dst, pcm)
 }
