@@ -58,7 +58,9 @@ const watchdogTicks = 4
 func startWatchdog(c *call) *watchdog {
 	period := min(c.s.opts.IdleTimeout, c.s.opts.StallTimeout) / watchdogTicks
 	w := &watchdog{c: c, period: min(max(period, 5*time.Millisecond), time.Second)}
-	w.timer = time.AfterFunc(w.period, w.tick)
+	// Armed only once w.timer is set: the first tick reads it.
+	w.timer = time.AfterFunc(time.Hour, w.tick)
+	w.timer.Reset(w.period)
 	return w
 }
 
