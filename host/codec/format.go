@@ -76,7 +76,7 @@ func (f Format) Check() error {
 	switch f.Encoding {
 	case Mulaw, Alaw:
 		if f.Rate != 8000 {
-			return fmt.Errorf("%s is carried at 8000 Hz only, not %d", f.Encoding, f.Rate)
+			return fmt.Errorf("%s is carried at 8000 Hz only, not %d", f.Encoding.human(), f.Rate)
 		}
 	case L16:
 		for _, r := range L16Rates {
@@ -91,8 +91,21 @@ func (f Format) Check() error {
 	return nil
 }
 
-// String describes the format, as in "mulaw 8000 Hz".
-func (f Format) String() string { return fmt.Sprintf("%s %d Hz", f.Encoding, f.Rate) }
+// String describes the format for people, as in "8 kHz μ-law".
+func (f Format) String() string {
+	return fmt.Sprintf("%g kHz %s", float64(f.Rate)/1000, f.Encoding.human())
+}
+
+// human names the encoding in messages.
+func (e Encoding) human() string {
+	switch e {
+	case L16:
+		return "L16"
+	case Alaw:
+		return "A-law"
+	}
+	return "μ-law"
+}
 
 // SampleBytes is the size of one encoded sample.
 func (f Format) SampleBytes() int {

@@ -56,7 +56,7 @@ type botLeg struct {
 	filled  int
 	src     codec.Source
 	pcm     []byte // a frame decoded, when there is no outbound pipeline
-	ulaw    []byte // a frame for the caller
+	out     []byte // a frame for the caller, in its format
 	// audioMs is the bot's audio cut into frames so far: the time of the
 	// outbound plugins' events.
 	audioMs int64
@@ -117,8 +117,8 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		frame:   make([]byte, frameBytes),
 		src:     codec.Source{Format: u.Format},
 		pcm:     make([]byte, outboundFrameMs*u.Format.Rate/1000*abi.SampleBytes),
-		ulaw:    make([]byte, maxAudio),
-		queue:   newPlayout(s, codec.Telephony),
+		out:     make([]byte, s.opts.MaxFrameMs*c.format.BytesPerMs()),
+		queue:   newPlayout(s, c.format),
 	}
 	if c.proto.Buffers() {
 		b.queue.buffers, b.queue.sendAhead = true, s.opts.SendAhead
@@ -377,11 +377,11 @@ func (b *botLeg) processFrame(t0 time.Time) bool {
 	} else {
 		pcm = b.pcm[:b.src.Fill(b.pcm)]
 	}
-	n := codec.EncodeUlaw(b.ulaw, pcm)
+	n := c.format.Encode(b.out, pcm)
 	if !c.outEvents.empty() && !c.flushOutbound() {
 		return false
 	}
-	if n > 0 && !b.queue.push(b.ulaw[:n], gen, c.done) {
+	if n > 0 && !b.queue.push(b.out[:n], gen, c.done) {
 		return false
 	}
 	c.s.metrics.relayFrame.WithLabelValues(dirOutbound).Observe(time.Since(t0).Seconds())

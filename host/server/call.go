@@ -54,7 +54,7 @@ func (q *eventQueue) empty() bool { return len(q.events) == 0 && len(q.faults) =
 // playout (playout.go).
 type call struct {
 	s     *Server
-	conn  *websocket.Conn
+	conn  legConn
 	proto transport.Protocol
 	sess  transport.Session
 	log   *slog.Logger
@@ -73,9 +73,11 @@ type call struct {
 	bot     *botLeg
 	botLive atomic.Pointer[botLeg]
 
+	// format is the caller leg's audio, known once the stream starts.
+	format   codec.Format
 	readBuf  []byte
-	ulawOut  []byte
-	src      codec.UlawSource
+	frameOut []byte // a frame for the caller, in its format
+	src      codec.Source
 	pcmSrc   pipeline.PCM
 	msg      transport.Inbound
 	inEvents eventQueue
@@ -120,23 +122,25 @@ type call struct {
 var ctx = context.Background()
 
 // newCall makes the call of request r; its conn is set once the upgrade
-// succeeds.
-func (s *Server) newCall(proto transport.Protocol, pipelineName string, r *http.Request) *call {
-	maxAudio := s.opts.MaxFrameMs * abi.TelephonyRate / 1000
+// succeeds. An error is a query the protocol cannot start a stream from.
+func (s *Server) newCall(proto transport.Protocol, pipelineName string, r *http.Request) (*call, error) {
+	query := r.URL.Query()
+	sess, err := proto.NewSession(transport.SessionConfig{MaxFrameMs: s.opts.MaxFrameMs, Query: query})
+	if err != nil {
+		return nil, err
+	}
 	c := &call{
 		s:            s,
 		proto:        proto,
-		sess:         proto.NewSession(maxAudio),
+		sess:         sess,
 		id:           fmt.Sprintf("%s-%d", proto.Name(), s.nextID.Add(1)),
 		pipelineName: pipelineName,
 		readBuf:      make([]byte, min(initialReadBuffer, s.opts.MaxMessageBytes+1)),
-		ulawOut:      make([]byte, maxAudio),
 		started:      time.Now(),
 		done:         make(chan struct{}),
 		framesIn:     s.metrics.framesIn.WithLabelValues(proto.Name()),
 		framesOut:    s.metrics.framesOut.WithLabelValues(proto.Name()),
 	}
-	query := r.URL.Query()
 	if id := query.Get("call_id"); id != "" {
 		c.id = id // handleCall has refused one that breaks transport.CheckID
 	}
@@ -146,7 +150,7 @@ func (s *Server) newCall(proto transport.Protocol, pipelineName string, r *http.
 		c.params = queryParams(query)
 	}
 	c.log = s.log.With("call", c.id, "protocol", proto.Name(), "remote", r.RemoteAddr)
-	return c
+	return c, nil
 }
 
 // run is the caller's loop: it reads, runs the inbound pipeline and sends
@@ -161,14 +165,17 @@ func (c *call) run() {
 		}
 	}
 	for {
-		typ, msg, err := readMessage(c.conn, &c.readBuf, c.s.opts.MaxMessageBytes)
+		typ, msg, err := c.conn.read(&c.readBuf, c.s.opts.MaxMessageBytes)
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		t0 := time.Now()
-		if err := c.sess.Decode(transport.MessageType(typ), msg, &c.msg); err != nil {
+		if err := c.sess.Decode(typ, msg, &c.msg); err != nil {
 			c.malformed(err)
+			return
+		}
+		if c.msg.Reply != nil && !c.writeCaller(c.msg.ReplyType, c.msg.Reply) {
 			return
 		}
 		if !c.handle(t0) {
@@ -235,7 +242,7 @@ func (c *call) frame(t0 time.Time) bool {
 		return false
 	}
 	c.frames.Add(1)
-	c.audioMs += int64(len(c.msg.Audio) * 1000 / abi.TelephonyRate)
+	c.audioMs += int64(len(c.msg.Audio) / c.format.BytesPerMs())
 	if b := c.bot; b != nil {
 		ok := b.sendAudio(pcm)
 		c.s.metrics.relayFrame.WithLabelValues(dirInbound).Observe(time.Since(t0).Seconds())
@@ -251,7 +258,7 @@ func (c *call) frame(t0 time.Time) bool {
 			return false
 		}
 	}
-	n := codec.EncodeUlaw(c.ulawOut, pcm)
+	n := c.format.Encode(c.frameOut, pcm)
 	c.frameSeconds.Observe(time.Since(t0).Seconds())
 	if !c.inEvents.empty() && !c.flushInbound() || !c.outEvents.empty() && !c.flushOutbound() {
 		return false
@@ -259,18 +266,18 @@ func (c *call) frame(t0 time.Time) bool {
 	if n == 0 {
 		return true // a plugin swallowed the frame
 	}
-	if !c.sendCallerAudio(c.ulawOut[:n]) {
+	if !c.sendCallerAudio(c.frameOut[:n]) {
 		return false
 	}
 	c.framesOut.Inc()
 	return true
 }
 
-// sendCallerAudio renders and writes a μ-law frame to the caller.
-func (c *call) sendCallerAudio(ulaw []byte) bool {
+// sendCallerAudio renders and writes a frame to the caller.
+func (c *call) sendCallerAudio(frame []byte) bool {
 	c.callerMu.Lock()
 	defer c.callerMu.Unlock()
-	typ, msg := c.sess.Audio(ulaw)
+	typ, msg := c.sess.Audio(frame)
 	return c.writeCallerLocked(typ, msg)
 }
 
@@ -291,13 +298,21 @@ func (c *call) start(start *transport.Start) error {
 		c.params = start.Params
 		info = transport.CallInfo{StreamID: start.StreamID, AccountID: start.AccountID, Params: start.Params}
 	}
-	route, ok := c.s.route(name)
+	c.format = c.sess.Format()
+	route, unfit, ok := c.s.route(name, c.format.Rate)
 	if !ok {
 		err := fmt.Errorf("unknown pipeline %q", name)
 		c.end(websocket.StatusPolicyViolation, err.Error(), "unknown_pipeline")
 		return err
 	}
 	c.route, c.pipelineName = route, route.Name
+	if unfit != nil {
+		c.log.Warn("route cannot take the caller's audio", "format", c.format.String(), "err", unfit)
+		c.end(websocket.StatusUnsupportedData, unfit.Error(), "unsupported_format")
+		return unfit
+	}
+	c.src.Format = c.format
+	c.frameOut = make([]byte, c.s.opts.MaxFrameMs*c.format.BytesPerMs())
 	info.CallID, info.Route = c.id, route.Name
 	if info.StreamID == "" {
 		info.StreamID = c.id
@@ -337,10 +352,10 @@ func (c *call) start(start *transport.Start) error {
 }
 
 // instantiate makes the route's pipelines for the call: the inbound one
-// at the caller's 8 kHz, the outbound one at the rate it is fed (the bot
+// at the caller's rate, the outbound one at the rate it is fed (the bot
 // leg's, or in an echo where the inbound one ends).
 func (c *call) instantiate(route *Route) error {
-	cfg := pipeline.CallConfig{MaxFrameMs: c.s.opts.MaxFrameMs, Sink: &c.inEvents, Logger: c.log, OnFault: c.inEvents.fault}
+	cfg := pipeline.CallConfig{InputRate: c.format.Rate, MaxFrameMs: c.s.opts.MaxFrameMs, Sink: &c.inEvents, Logger: c.log, OnFault: c.inEvents.fault}
 	p, err := route.Inbound.Instantiate(ctx, cfg)
 	if err != nil {
 		return err
@@ -372,7 +387,7 @@ func (c *call) announce(start *transport.Start, info transport.CallInfo) error {
 		p         *pipeline.Pipeline
 		direction string
 		rate      int
-	}{{c.in, dirInbound, abi.TelephonyRate}, {c.out, dirOutbound, c.outRate()}} {
+	}{{c.in, dirInbound, c.format.Rate}, {c.out, dirOutbound, c.outRate()}} {
 		if p.p == nil {
 			continue
 		}
@@ -558,7 +573,7 @@ func (c *call) writeCaller(typ transport.MessageType, msg []byte) bool {
 // writeCallerLocked writes one message to the caller; callerMu is held.
 func (c *call) writeCallerLocked(typ transport.MessageType, msg []byte) bool {
 	c.callerWrites.begin()
-	err := c.conn.Write(ctx, websocket.MessageType(typ), msg)
+	err := c.conn.write(typ, msg)
 	c.callerWrites.end()
 	if err != nil {
 		c.end(websocket.StatusAbnormalClosure, "", "write_failed")
@@ -572,7 +587,7 @@ func (c *call) readFailed(err error) {
 	case errors.Is(err, errTooBig):
 		c.s.metrics.malformed.WithLabelValues(c.proto.Name(), "too_big").Inc()
 		c.end(websocket.StatusMessageTooBig, fmt.Sprintf("message exceeds the limit of %d bytes", c.s.opts.MaxMessageBytes), "malformed")
-	case websocket.CloseStatus(err) == websocket.StatusNormalClosure || websocket.CloseStatus(err) == websocket.StatusGoingAway:
+	case errors.Is(err, errPeerClosed):
 		c.flush()
 		c.end(websocket.StatusNormalClosure, "", "completed")
 	default:
@@ -642,7 +657,7 @@ func (c *call) flush() {
 				return err
 			}
 		}
-		if n := codec.EncodeUlaw(c.ulawOut, pcm); n > 0 && !c.sendCallerAudio(c.ulawOut[:n]) {
+		if n := c.format.Encode(c.frameOut, pcm); n > 0 && !c.sendCallerAudio(c.frameOut[:n]) {
 			return errors.New("write failed")
 		}
 		return nil
@@ -663,20 +678,24 @@ func (c *call) end(status websocket.StatusCode, reason, outcome string) {
 		if b := c.botLive.Load(); b != nil {
 			b.close()
 		}
-		closeSocket(c.conn, status, reason)
+		if status != websocket.StatusAbnormalClosure {
+			c.hangup()
+		}
+		c.conn.close(status, reason)
 	})
 }
 
-// closeSocket closes conn with status and reason. The close handshake
-// waits for the peer's close frame; whoever ends a call must not block on
-// it, so the peer is given a moment and then the socket goes.
-func closeSocket(conn *websocket.Conn, status websocket.StatusCode, reason string) {
-	if status == websocket.StatusAbnormalClosure {
-		_ = conn.CloseNow()
+// hangup sends what the caller's protocol ends a call with, if anything;
+// a caller that stopped reading must not hold up the end, so it is sent
+// only if no write is under way.
+func (c *call) hangup() {
+	if !c.callerMu.TryLock() {
 		return
 	}
-	go func() { _ = conn.Close(status, closeReason(reason)) }()
-	time.AfterFunc(2*time.Second, func() { _ = conn.CloseNow() })
+	defer c.callerMu.Unlock()
+	if typ, msg, ok := c.sess.Hangup(); ok {
+		_ = c.conn.write(typ, msg)
+	}
 }
 
 // closeReason fits a reason into the 123 bytes a close frame carries.
@@ -704,6 +723,7 @@ func (c *call) finish() {
 			if err := p.Close(ctx); err != nil {
 				c.log.Info("closing plugins", "err", err)
 			}
+			c.s.metrics.countDroppedEmits(p)
 		}
 	}
 	if c.bot != nil {

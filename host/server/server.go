@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/transport"
@@ -259,8 +259,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		go m.run()
 	}
 	s.mux = http.NewServeMux()
-	s.mux.Handle("GET /ws", s.CallHandler(transport.Raw()))
-	s.mux.Handle("GET /twilio", s.CallHandler(transport.Twilio()))
+	for _, p := range transport.Protocols() {
+		s.mux.Handle("GET "+p.Path(), s.CallHandler(p))
+	}
 	if s.metrics.gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{
 			// One collector that cannot read (a sandbox hiding /proc/stat)
@@ -279,6 +280,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 type routeSet struct {
 	byName      map[string]*Route
 	defaultName string
+	// unfit says, per route and caller rate, why the route cannot take
+	// a call at that rate; a rate it takes has no entry.
+	unfit map[string]map[int]error
 }
 
 // SetRoutes replaces the routes new calls may ask for. Each pipeline is
@@ -291,6 +295,7 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 	if _, ok := routes[defaultName]; !ok {
 		return fmt.Errorf("server: default pipeline %q is not defined (have %s)", defaultName, strings.Join(routeNames(routes), ", "))
 	}
+	unfit := map[string]map[int]error{}
 	for _, name := range routeNames(routes) {
 		r := routes[name]
 		if r.Name == "" {
@@ -299,19 +304,35 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 		if err := r.check(); err != nil {
 			return err
 		}
-		if err := s.checkRates(ctx, r); err != nil {
-			return err
+		// A caller leg carries 8 kHz (G.711, most carriers) or L16 at 16 or
+		// 24 kHz; a route's stages decide which they can take, so each is
+		// tried, and a route that takes none is refused.
+		for _, rate := range codec.L16Rates {
+			err := s.checkRates(ctx, r, rate)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				if unfit[name] == nil {
+					unfit[name] = map[int]error{}
+				}
+				unfit[name][rate] = err
+			}
+		}
+		if len(unfit[name]) == len(codec.L16Rates) {
+			return unfit[name][codec.Telephony.Rate]
 		}
 	}
-	s.routes.Store(&routeSet{byName: maps.Clone(routes), defaultName: defaultName})
+	s.routes.Store(&routeSet{byName: maps.Clone(routes), defaultName: defaultName, unfit: unfit})
 	return nil
 }
 
-// checkRates instantiates a route's pipelines once, each from the rate it
-// will be fed at, and checks that they end where their audio goes: the
-// inbound pipeline at the bot leg's rate (an echo's: where the outbound
-// starts), the outbound at the caller's 8 kHz.
-func (s *Server) checkRates(ctx context.Context, r *Route) error {
+// checkRates instantiates a route's pipelines once for a caller leg at
+// rate, each pipeline from the rate it will be fed at, and checks that
+// they end where their audio goes: the inbound pipeline at the bot leg's
+// rate (an echo's: where the outbound starts), the outbound at the
+// caller's.
+func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
 	trial := func(d *pipeline.Definition, rate int) (int, error) {
 		// A trial set-up costs what a call's does, and a reload runs
 		// beside calls: it takes its turn at the gate.
@@ -326,12 +347,13 @@ func (s *Server) checkRates(ctx context.Context, r *Route) error {
 		defer p.Close(ctx)
 		return p.OutputRate(), nil
 	}
-	in, err := trial(r.Inbound, abi.TelephonyRate)
+	in, err := trial(r.Inbound, rate)
 	if err != nil {
 		return err
 	}
-	if u := r.Upstream; u != nil && in != u.Format.Rate {
-		return fmt.Errorf("pipeline %s: the inbound stages end at %d Hz, but the bot leg (%s, %s) carries %d Hz: end them with a resampler to %d Hz", r.Name, in, u.Dialect.Name(), u.Format, u.Format.Rate, u.Format.Rate)
+	u := r.Upstream
+	if u != nil && in != u.Format.Rate {
+		return fmt.Errorf("pipeline %s: for a caller at %d Hz the inbound stages end at %d Hz, but the bot leg (%s, %s) carries %d Hz: end them with a resampler to %d Hz", r.Name, rate, in, u.Dialect.Name(), u.Format, u.Format.Rate, u.Format.Rate)
 	}
 	out := in
 	if r.Outbound != nil {
@@ -339,12 +361,15 @@ func (s *Server) checkRates(ctx context.Context, r *Route) error {
 			return err
 		}
 	}
-	if out != abi.TelephonyRate {
+	if out != rate {
 		what := "the inbound stages end"
-		if r.Outbound != nil {
+		switch {
+		case r.Outbound != nil:
 			what = "the outbound stages end"
+		case u != nil:
+			what = fmt.Sprintf("the bot leg carries %s and the route has no outbound stages: it", u.Format)
 		}
-		return fmt.Errorf("pipeline %s: %s at %d Hz, but callers hear 8000 Hz μ-law: end them with a resampler to 8000 Hz", r.Name, what, out)
+		return fmt.Errorf("pipeline %s: %s at %d Hz, but the caller hears %d Hz: end them with a resampler to %d Hz", r.Name, what, out, rate, rate)
 	}
 	return nil
 }
@@ -356,14 +381,15 @@ func (s *Server) Routes() (names []string, defaultName string) {
 	return routeNames(set.byName), set.defaultName
 }
 
-// route returns the route named name, or the default for "".
-func (s *Server) route(name string) (*Route, bool) {
+// route returns the route named name, or the default for "", and why it
+// cannot take a caller at rate (nil if it can).
+func (s *Server) route(name string, rate int) (*Route, error, bool) {
 	set := s.routes.Load()
 	if name == "" {
 		name = set.defaultName
 	}
 	r, ok := set.byName[name]
-	return r, ok
+	return r, set.unfit[name][rate], ok
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -535,7 +561,11 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			}
 		}
 		defer release()
-		c := s.newCall(proto, name, r)
+		c, err := s.newCall(proto, name, r)
+		if err != nil {
+			s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
+			return
+		}
 		defer c.releaseSetup()
 		if proto.StartsOnConnect() {
 			// The pipeline starts at connect: its set-up slot is taken
@@ -563,7 +593,7 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 		// One byte more than the limit lets the call loop tell an oversize
 		// message from one that fills the limit exactly.
 		conn.SetReadLimit(int64(s.opts.MaxMessageBytes) + 1)
-		c.conn = conn
+		c.conn = wsConn{conn}
 		s.track(c, true)
 		c.run()
 		s.track(c, false)

@@ -12,7 +12,7 @@ func TestAudioPathDoesNotAllocate(t *testing.T) {
 	frame := tone(0, 160)
 	twilio := started(t)
 	media := []byte(mediaMsg(2, 1, "inbound", frame))
-	raw := transport.Raw().NewSession(maxAudio)
+	raw := session(transport.Raw())
 	dtmf, data := []byte(`{"event":"dtmf","digit":"7"}`), []byte(`{"energy":0.5}`)
 	var in transport.Inbound
 

@@ -247,8 +247,8 @@ func TestDialectFormats(t *testing.T) {
 		want    string // "" means accepted
 	}{
 		{"twilio", codec.Telephony, ""},
-		{"twilio", l16(8000), "the twilio dialect carries μ-law at 8000 Hz only (Twilio's audio/x-mulaw), not l16 8000 Hz"},
-		{"twilio", l16(24000), "the twilio dialect carries μ-law at 8000 Hz only (Twilio's audio/x-mulaw), not l16 24000 Hz"},
+		{"twilio", l16(8000), "the twilio dialect carries μ-law at 8000 Hz only (Twilio's audio/x-mulaw), not 8 kHz L16"},
+		{"twilio", l16(24000), "the twilio dialect carries μ-law at 8000 Hz only (Twilio's audio/x-mulaw), not 24 kHz L16"},
 		{"raw", codec.Telephony, ""},
 		{"raw", l16(8000), ""},
 		{"raw", l16(16000), ""},
@@ -257,8 +257,8 @@ func TestDialectFormats(t *testing.T) {
 		{"raw", codec.Format{Encoding: codec.Mulaw, Rate: 16000}, "μ-law is carried at 8000 Hz only, not 16000"},
 		{"openai-realtime", l16(24000), ""},
 		{"openai-realtime", codec.Telephony, ""},
-		{"openai-realtime", l16(16000), "the openai-realtime dialect carries L16 at 24000 Hz (audio/pcm) or μ-law at 8000 Hz (audio/pcmu), not l16 16000 Hz"},
-		{"openai-realtime", l16(8000), "the openai-realtime dialect carries L16 at 24000 Hz (audio/pcm) or μ-law at 8000 Hz (audio/pcmu), not l16 8000 Hz"},
+		{"openai-realtime", l16(16000), "the openai-realtime dialect carries L16 at 24000 Hz (audio/pcm) or μ-law at 8000 Hz (audio/pcmu), not 16 kHz L16"},
+		{"openai-realtime", l16(8000), "the openai-realtime dialect carries L16 at 24000 Hz (audio/pcm) or μ-law at 8000 Hz (audio/pcmu), not 8 kHz L16"},
 	}
 	for _, tt := range tests {
 		d, _ := transport.LookupDialect(tt.dialect)

@@ -71,7 +71,7 @@ func TestTwilioStartBounds(t *testing.T) {
 			`twilio: start.customParameters["note"] is 513 bytes, longer than 512`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := transport.Twilio().NewSession(maxAudio)
+			s := session(transport.Twilio())
 			var in transport.Inbound
 			err := s.Decode(transport.Text, []byte(tc.msg), &in)
 			if tc.want == "" {
@@ -106,7 +106,7 @@ func TestMarkNameBound(t *testing.T) {
 	}{
 		{transport.Twilio(), func() transport.Session { return started(t) }, func(n string) string { return markMsg(3, n) },
 			"twilio: mark.name of 257 bytes is longer than 256"},
-		{transport.Raw(), func() transport.Session { return transport.Raw().NewSession(maxAudio) }, raw,
+		{transport.Raw(), func() transport.Session { return session(transport.Raw()) }, raw,
 			"raw: mark name of 257 bytes is longer than 256"},
 	} {
 		s := tc.session()
@@ -129,7 +129,7 @@ func TestMarkNameBound(t *testing.T) {
 // digit or encoding does not reach the logs whole.
 func TestErrorsQuoteAnExcerpt(t *testing.T) {
 	long := strings.Repeat("x", 60000)
-	s := transport.Raw().NewSession(maxAudio)
+	s := session(transport.Raw())
 	var in transport.Inbound
 	err := s.Decode(transport.Text, []byte(`{"event":"dtmf","digit":"`+long+`"}`), &in)
 	if want := `raw: dtmf digit "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"... is not one of 0-9 * # A-D`; err == nil || err.Error() != want {
@@ -139,7 +139,7 @@ func TestErrorsQuoteAnExcerpt(t *testing.T) {
 	if err == nil || len(err.Error()) > 100 {
 		t.Errorf("twilio digit: %d-byte error %.100v", len(err.Error()), err)
 	}
-	err = transport.Twilio().NewSession(maxAudio).Decode(transport.Text, []byte(strings.Replace(startMsg, "audio/x-mulaw", long, 1)), &in)
+	err = session(transport.Twilio()).Decode(transport.Text, []byte(strings.Replace(startMsg, "audio/x-mulaw", long, 1)), &in)
 	if err == nil || len(err.Error()) > 200 {
 		t.Errorf("twilio encoding: %d-byte error %.200v", len(err.Error()), err)
 	}

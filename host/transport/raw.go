@@ -2,7 +2,11 @@ package transport
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"strconv"
+
+	"github.com/voxhost/voxhost/host/codec"
 )
 
 const rawName = "raw"
@@ -21,6 +25,8 @@ const rawName = "raw"
 // left out when the plugin gave none.
 func Raw() Protocol { return raw{} }
 
+func init() { RegisterProtocol(raw{}) }
+
 type raw struct{}
 
 func (raw) Name() string { return rawName }
@@ -29,21 +35,39 @@ func (raw) StartsOnConnect() bool { return true }
 
 func (raw) Buffers() bool { return false }
 
-func (raw) NewSession(maxAudio int) Session {
-	checkMaxAudio(maxAudio)
-	return &rawSession{maxAudio: maxAudio, out: make([]byte, 0, 256)}
+func (raw) Path() string { return "/ws" }
+
+// NewSession takes the stream's format from the query: ?codec=l16&rate=16000
+// (codec.ParseFormat's names), μ-law at 8 kHz without one.
+func (raw) NewSession(cfg SessionConfig) (Session, error) {
+	f, err := codec.ParseFormat(cfg.Query.Get("codec"), queryRate(cfg.Query))
+	if err != nil {
+		return nil, fmt.Errorf("raw: %v", err)
+	}
+	return &rawSession{format: f, maxAudio: cfg.maxAudio(f), out: make([]byte, 0, 256)}, nil
+}
+
+// queryRate reads ?rate=N; a missing or unreadable one is 0, the codec's
+// default (ParseFormat then names a bad rate).
+func queryRate(q url.Values) int {
+	r, _ := strconv.Atoi(q.Get("rate"))
+	return r
 }
 
 type rawSession struct {
+	noHangup
+	format   codec.Format
 	maxAudio int
 	out      []byte // the last rendered text message
 }
+
+func (r *rawSession) Format() codec.Format { return r.format }
 
 func (r *rawSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		if err := checkAudio(rawName, len(msg), r.maxAudio); err != nil {
+		if err := checkAudio(rawName, len(msg), r.maxAudio, r.format); err != nil {
 			return err
 		}
 		in.Kind, in.Audio = KindAudio, msg
@@ -116,7 +140,7 @@ func decodeRawControl(msg []byte, in *Inbound) error {
 	return nil
 }
 
-func (r *rawSession) Audio(ulaw []byte) (MessageType, []byte) { return Binary, ulaw }
+func (r *rawSession) Audio(frame []byte) (MessageType, []byte) { return Binary, frame }
 
 func (r *rawSession) Mark(name string) (MessageType, []byte, bool) {
 	r.out = appendRawMark(r.out[:0], name)

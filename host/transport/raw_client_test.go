@@ -26,7 +26,7 @@ func TestRawDialectConformance(t *testing.T) {
 		t.Errorf("Audio gave type %d and %d bytes; want the frame itself as a binary message", typ, len(msg))
 	}
 	data := []byte(`{"energy": 0.5}`)
-	_, wantEvent, _ := transport.Raw().NewSession(maxAudio).Event("vad", "speech_start", data, 1240)
+	_, wantEvent, _ := session(transport.Raw()).Event("vad", "speech_start", data, 1240)
 	renders := []struct {
 		name string
 		got  sent
@@ -114,7 +114,7 @@ func TestRawDialectErrors(t *testing.T) {
 // passes over a caller's.
 func TestRawDialectRoundTrip(t *testing.T) {
 	bot := newBot(t, "raw", codec.Telephony, nil)
-	srv := transport.Raw().NewSession(maxAudio)
+	srv := session(transport.Raw())
 	decode := serverDecode(t, srv)
 
 	if got := decode(opened(t, bot)[0]); got.Kind != transport.KindIgnore {
@@ -137,7 +137,7 @@ func TestRawDialectRoundTrip(t *testing.T) {
 // decodeRawControl reads clear for the client role; the server role still
 // passes over a caller's, as it did before bots could send one.
 func TestRawServerIgnoresClear(t *testing.T) {
-	s := transport.Raw().NewSession(maxAudio)
+	s := session(transport.Raw())
 	for _, msg := range []string{`{"event":"clear"}`, `{"event":"clear","heard_ms":20}`} {
 		var in transport.Inbound
 		if err := s.Decode(transport.Text, []byte(msg), &in); err != nil || in.Kind != transport.KindIgnore {

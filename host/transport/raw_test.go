@@ -14,7 +14,7 @@ func TestRawDecode(t *testing.T) {
 	if p.Name() != "raw" || !p.StartsOnConnect() {
 		t.Fatalf("Name %q, StartsOnConnect %v; want raw, true", p.Name(), p.StartsOnConnect())
 	}
-	s := p.NewSession(maxAudio)
+	s := session(p)
 	frame, short := tone(0, 160), tone(0, 8)
 	steps := []struct {
 		typ  transport.MessageType
@@ -61,7 +61,7 @@ func TestRawErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := transport.Raw().NewSession(maxAudio)
+			s := session(transport.Raw())
 			var in transport.Inbound
 			err := s.Decode(tt.typ, tt.msg, &in)
 			var perr *transport.ProtocolError
@@ -76,7 +76,7 @@ func TestRawErrors(t *testing.T) {
 }
 
 func TestRawOutbound(t *testing.T) {
-	s := transport.Raw().NewSession(maxAudio)
+	s := session(transport.Raw())
 	frame := tone(0, 160)
 	if typ, msg := s.Audio(frame); typ != transport.Binary || &msg[0] != &frame[0] || len(msg) != len(frame) {
 		t.Errorf("Audio gave type %d and %d bytes; want the frame itself as a binary message", typ, len(msg))

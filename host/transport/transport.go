@@ -1,6 +1,11 @@
 package transport
 
-import "fmt"
+import (
+	"fmt"
+	"net/url"
+
+	"github.com/voxhost/voxhost/host/codec"
+)
 
 // MessageType is the type of a WebSocket message. Its values equal
 // coder/websocket's, so the server converts with a plain conversion and this
@@ -84,9 +89,15 @@ type Inbound struct {
 	// Start describes the stream of a KindStart message. It is freshly
 	// allocated, so the caller may keep it.
 	Start *Start
+	// Reply, when not nil, is a message the protocol answers this one with
+	// at once, of type ReplyType (Genesys AudioHook's opened and pong). It
+	// views a session buffer, valid until the next Decode.
+	Reply     []byte
+	ReplyType MessageType
 }
 
-// Start describes a stream as the protocol announced it.
+// Start describes a stream as the protocol announced it. Its audio format
+// is the session's Format once the start is decoded.
 type Start struct {
 	// StreamID identifies the stream (Twilio's streamSid).
 	StreamID string
@@ -100,32 +111,30 @@ type Start struct {
 	// Params holds the custom parameters set when the stream was defined
 	// (Twilio's customParameters); "pipeline" picks a named pipeline.
 	Params map[string]string
-	// Encoding is the audio encoding, always EncodingMulaw once accepted.
-	Encoding string
-	// SampleRate is the audio sample rate in Hz, always SampleRate once
-	// accepted.
-	SampleRate int
-	// Channels is the number of audio channels, always Channels once
-	// accepted.
-	Channels int
 }
 
-// The one audio format the host carries on the wire: G.711 μ-law, 8 kHz,
-// mono. Protocols that announce a format must announce this one; for those
-// that start on connect it is implied.
-const (
-	// EncodingMulaw names μ-law as Twilio's start.mediaFormat.encoding does.
-	EncodingMulaw = "audio/x-mulaw"
-	// SampleRate is the wire sample rate in Hz.
-	SampleRate = 8000
-	// Channels is the wire channel count.
-	Channels = 1
-)
+// EncodingMulaw names μ-law as Twilio's start.mediaFormat.encoding does.
+const EncodingMulaw = "audio/x-mulaw"
 
-// audioGranule is the size every audio payload must be a multiple of: the
-// plugin ABI promises frames of whole milliseconds, and a millisecond at
-// 8 kHz is 8 one-byte μ-law samples.
-const audioGranule = SampleRate / 1000
+// SessionConfig describes the call a session is made for.
+type SessionConfig struct {
+	// MaxFrameMs is the longest audio payload the session accepts, in ms
+	// of its format, at least 1; longer audio is a *ProtocolError.
+	// Buffers are sized from it once.
+	MaxFrameMs int
+	// Query is the query string the caller connected with: protocols that
+	// start on connect take their format from it (raw's codec and rate,
+	// Exotel's sample-rate).
+	Query url.Values
+}
+
+// maxAudio is the largest payload of MaxFrameMs in format f, in bytes.
+func (c SessionConfig) maxAudio(f codec.Format) int {
+	if c.MaxFrameMs < 1 {
+		panic(fmt.Sprintf("transport: MaxFrameMs must be at least 1, got %d", c.MaxFrameMs))
+	}
+	return c.MaxFrameMs * f.BytesPerMs()
+}
 
 // Session is one call's protocol state: the stream's ids and the buffers its
 // messages are decoded and rendered into. It is not safe for concurrent use;
@@ -141,8 +150,12 @@ type Session interface {
 	// wrong; an event the host does not know is not an error but
 	// KindIgnore. Decode does not allocate for audio messages.
 	Decode(typ MessageType, msg []byte, in *Inbound) error
-	// Audio renders a message carrying the μ-law frame ulaw.
-	Audio(ulaw []byte) (MessageType, []byte)
+	// Format is the stream's audio, both ways: fixed from connect for a
+	// protocol that starts on connect, set by the start message otherwise
+	// (and the protocol's default before it).
+	Format() codec.Format
+	// Audio renders a message carrying a frame in the stream's format.
+	Audio(frame []byte) (MessageType, []byte)
 	// Mark renders a named mark that lets the client sync with the audio
 	// sent before it: the echo of a received KindMark.
 	Mark(name string) (MessageType, []byte, bool)
@@ -152,20 +165,27 @@ type Session interface {
 	// Event renders an event a plugin emitted for the client: its name,
 	// its JSON data (empty for none) and the call's audio time in ms.
 	Event(plugin, name string, data []byte, tMs int64) (MessageType, []byte, bool)
+	// Hangup renders what the protocol sends to end the call from the
+	// host's side before the connection closes (AudioSocket's terminate
+	// frame); most protocols end with the close alone.
+	Hangup() (MessageType, []byte, bool)
 }
 
 // Protocol is one wire protocol a call may speak.
 type Protocol interface {
 	// Name names the protocol in errors, logs and metrics, e.g. "twilio".
 	Name() string
-	// NewSession makes the state of one call. maxAudio is the largest
-	// μ-law payload in bytes the session accepts, at least 8; longer audio
-	// is a *ProtocolError. Buffers are sized from it here, once.
-	NewSession(maxAudio int) Session
+	// Path is the endpoint the server mounts the protocol at, e.g.
+	// "/twilio".
+	Path() string
+	// NewSession makes the state of one call. An error says why the
+	// connection's query cannot start a stream (an unknown codec): the
+	// server refuses it before the upgrade.
+	NewSession(cfg SessionConfig) (Session, error)
 	// StartsOnConnect reports whether the stream starts when the socket
 	// opens. If so, audio may arrive at once and no KindStart comes: the
-	// stream is μ-law at SampleRate Hz in Channels channel and has no ids.
-	// Otherwise audio before KindStart is a *ProtocolError.
+	// stream is in the session's Format and has no ids. Otherwise audio
+	// before KindStart is a *ProtocolError.
 	StartsOnConnect() bool
 	// Buffers reports whether the client keeps a playout buffer of its
 	// own and returns each mark once the audio before it has played
@@ -200,15 +220,16 @@ func protocolErrorf(protocol, format string, args ...any) *ProtocolError {
 }
 
 // checkAudio enforces the audio rules every protocol shares on a payload of
-// n bytes.
-func checkAudio(protocol string, n, maxAudio int) error {
-	switch {
+// n bytes in format f: the plugin ABI promises frames of whole
+// milliseconds.
+func checkAudio(protocol string, n, maxAudio int, f codec.Format) error {
+	switch ms := f.BytesPerMs(); {
 	case n == 0:
 		return protocolErrorf(protocol, "empty audio frame")
 	case n > maxAudio:
 		return tooLong(protocol, n, maxAudio)
-	case n%audioGranule != 0:
-		return protocolErrorf(protocol, "audio frame of %d bytes is not a multiple of %d (whole milliseconds of 8 kHz μ-law)", n, audioGranule)
+	case n%ms != 0:
+		return protocolErrorf(protocol, "audio frame of %d bytes is not a multiple of %d (whole milliseconds of %s)", n, ms, f)
 	}
 	return nil
 }
@@ -220,10 +241,15 @@ func tooLong(protocol string, n, maxAudio int) error {
 // checkMaxAudio rejects a limit under which no frame could ever pass: that
 // is a configuration bug, better caught when the call is set up.
 func checkMaxAudio(maxAudio int) {
-	if maxAudio < audioGranule {
-		panic(fmt.Sprintf("transport: maxAudio must be at least %d bytes, got %d", audioGranule, maxAudio))
+	if maxAudio < 8 {
+		panic(fmt.Sprintf("transport: maxAudio must be at least 8 bytes, got %d", maxAudio))
 	}
 }
+
+// noHangup is Session.Hangup for protocols that end with the close alone.
+type noHangup struct{}
+
+func (noHangup) Hangup() (MessageType, []byte, bool) { return 0, nil, false }
 
 // validDigit reports whether c is a DTMF key.
 func validDigit(c byte) bool {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/voxhost/voxhost/host/codec"
 )
 
 const twilioName = "twilio"
@@ -19,6 +21,8 @@ const twilioName = "twilio"
 // Twilio accepts nothing else, so Event renders nothing.
 func Twilio() Protocol { return twilio{} }
 
+func init() { RegisterProtocol(twilio{}) }
+
 type twilio struct{}
 
 func (twilio) Name() string { return twilioName }
@@ -27,8 +31,11 @@ func (twilio) StartsOnConnect() bool { return false }
 
 func (twilio) Buffers() bool { return true }
 
-func (twilio) NewSession(maxAudio int) Session {
-	checkMaxAudio(maxAudio)
+func (twilio) Path() string { return "/twilio" }
+
+// NewSession makes a session for μ-law at 8 kHz, Twilio's only format.
+func (twilio) NewSession(cfg SessionConfig) (Session, error) {
+	maxAudio := cfg.maxAudio(codec.Telephony)
 	enc := base64.StdEncoding.EncodedLen(maxAudio)
 	return &twilioSession{
 		maxAudio: maxAudio,
@@ -37,7 +44,7 @@ func (twilio) NewSession(maxAudio int) Session {
 		// Room for a full frame and the longest streamSid start accepts,
 		// quoted, so rendering media never grows the buffer.
 		out: make([]byte, 0, len(twilioMediaHead)+MaxIDBytes+2+len(twilioMediaMid)+enc+len(twilioMediaTail)),
-	}
+	}, nil
 }
 
 // The parts of an outbound media message around its streamSid and payload.
@@ -50,6 +57,7 @@ const (
 )
 
 type twilioSession struct {
+	noHangup
 	maxAudio int
 	started  bool
 	sid      []byte // the stream's streamSid as a JSON string
@@ -147,7 +155,7 @@ func (t *twilioSession) media(f *twilioMedia, in *Inbound) error {
 	if err != nil {
 		return err
 	}
-	if err := checkAudio(twilioName, n, t.maxAudio); err != nil {
+	if err := checkAudio(twilioName, n, t.maxAudio, codec.Telephony); err != nil {
 		return err
 	}
 	in.Kind, in.Audio = KindAudio, t.audio[:n]
@@ -233,23 +241,20 @@ func (t *twilioSession) start(msg []byte, in *Inbound) error {
 	if mf == nil {
 		return protocolErrorf(twilioName, "start message without start.mediaFormat")
 	}
-	if mf.Encoding != EncodingMulaw || mf.SampleRate != SampleRate || mf.Channels != Channels {
-		err := protocolErrorf(twilioName, "unsupported media format %s at %d Hz, %d channel(s); voxhost takes %q at %d Hz, %d channel",
-			excerpt(mf.Encoding), mf.SampleRate, mf.Channels, EncodingMulaw, SampleRate, Channels)
+	if mf.Encoding != EncodingMulaw || mf.SampleRate != codec.Telephony.Rate || mf.Channels != 1 {
+		err := protocolErrorf(twilioName, "unsupported media format %s at %d Hz, %d channel(s); voxhost takes %q at %d Hz, 1 channel",
+			excerpt(mf.Encoding), mf.SampleRate, mf.Channels, EncodingMulaw, codec.Telephony.Rate)
 		err.Unsupported = true
 		return err
 	}
 	t.started, t.sid = true, appendQuoted(nil, sid)
 	in.Kind = KindStart
 	in.Start = &Start{
-		StreamID:   sid,
-		CallID:     st.CallSid,
-		AccountID:  st.AccountSid,
-		Tracks:     st.Tracks,
-		Params:     st.CustomParameters,
-		Encoding:   mf.Encoding,
-		SampleRate: mf.SampleRate,
-		Channels:   mf.Channels,
+		StreamID:  sid,
+		CallID:    st.CallSid,
+		AccountID: st.AccountSid,
+		Tracks:    st.Tracks,
+		Params:    st.CustomParameters,
 	}
 	return nil
 }
@@ -312,6 +317,9 @@ func decodeTwilioMark(msg []byte, in *Inbound) error {
 	in.Kind, in.Mark = KindMark, m.Mark.Name
 	return nil
 }
+
+// Format is μ-law at 8 kHz: Twilio carries nothing else.
+func (t *twilioSession) Format() codec.Format { return codec.Telephony }
 
 // Audio renders a media message. Before start its streamSid is empty,
 // which Twilio would drop, but the call loop only answers audio, and Decode

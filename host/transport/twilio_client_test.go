@@ -143,11 +143,11 @@ func TestTwilioDialectDecodesWhatBotsSend(t *testing.T) {
 // read as a bot's.
 func TestTwilioDialectRoundTrip(t *testing.T) {
 	bot := newBot(t, "twilio", codec.Telephony, nil)
-	srv := transport.Twilio().NewSession(maxAudio)
+	srv := session(transport.Twilio())
 	decode := serverDecode(t, srv)
 
 	wantStart := &transport.Start{StreamID: streamSid, CallID: callSid, AccountID: accountSid, Tracks: []string{"inbound"},
-		Params: testCall.Params, Encoding: transport.EncodingMulaw, SampleRate: 8000, Channels: 1}
+		Params: testCall.Params}
 	open := opened(t, bot)
 	if got := decode(open[0]); got.Kind != transport.KindIgnore {
 		t.Errorf("connected decoded as %v", got.Kind)

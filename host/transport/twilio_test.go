@@ -113,7 +113,7 @@ const stopMsg = `{
 // started returns a Twilio session that has decoded startMsg.
 func started(t testing.TB) transport.Session {
 	t.Helper()
-	s := transport.Twilio().NewSession(maxAudio)
+	s := session(transport.Twilio())
 	var in transport.Inbound
 	if err := s.Decode(transport.Text, []byte(startMsg), &in); err != nil {
 		t.Fatalf("start: %v", err)
@@ -126,17 +126,14 @@ func TestTwilioConversation(t *testing.T) {
 	if p.Name() != "twilio" || p.StartsOnConnect() {
 		t.Fatalf("Name %q, StartsOnConnect %v; want twilio, false", p.Name(), p.StartsOnConnect())
 	}
-	s := p.NewSession(maxAudio)
+	s := session(p)
 	frames := [][]byte{tone(0, 160), tone(160, 160), tone(320, 160)}
 	wantStart := &transport.Start{
-		StreamID:   streamSid,
-		CallID:     callSid,
-		AccountID:  accountSid,
-		Tracks:     []string{"inbound"},
-		Params:     map[string]string{"pipeline": "loud"},
-		Encoding:   "audio/x-mulaw",
-		SampleRate: 8000,
-		Channels:   1,
+		StreamID:  streamSid,
+		CallID:    callSid,
+		AccountID: accountSid,
+		Tracks:    []string{"inbound"},
+		Params:    map[string]string{"pipeline": "loud"},
 	}
 	steps := []struct {
 		msg  string
@@ -205,7 +202,7 @@ func TestTwilioMediaScanner(t *testing.T) {
 }
 
 func TestTwilioOutbound(t *testing.T) {
-	s := transport.Twilio().NewSession(maxAudio)
+	s := session(transport.Twilio())
 	if _, _, ok := s.Mark("early"); ok {
 		t.Error("Mark before start rendered a message; there is no streamSid to send it to")
 	}
@@ -315,7 +312,7 @@ func TestTwilioErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := transport.Twilio().NewSession(maxAudio)
+			s := session(transport.Twilio())
 			if !tt.noStart {
 				s = started(t)
 			}
@@ -340,10 +337,20 @@ func TestNewSessionRejectsTinyLimit(t *testing.T) {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("%s: NewSession(7) did not panic; no frame could ever pass", p.Name())
+					t.Errorf("%s: a session for 0 ms frames did not panic; no frame could ever pass", p.Name())
 				}
 			}()
-			p.NewSession(7)
+			p.NewSession(transport.SessionConfig{})
 		}()
 	}
+}
+
+// session makes a session of p for frames of up to maxAudio bytes of
+// μ-law (200 ms), as the server would.
+func session(p transport.Protocol) transport.Session {
+	s, err := p.NewSession(transport.SessionConfig{MaxFrameMs: maxAudio / 8})
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

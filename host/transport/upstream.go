@@ -2,9 +2,7 @@ package transport
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/voxhost/voxhost/host/codec"
 )
@@ -113,46 +111,21 @@ func CheckOptions(d Dialect, opts map[string]string) error {
 	return nil
 }
 
-var dialects = struct {
-	sync.RWMutex
-	byName map[string]Dialect
-}{byName: map[string]Dialect{}}
+var dialects = newRegistry[Dialect]("dialect")
 
 // RegisterDialect makes d available by name to routes. Each dialect's
 // file registers itself in an init function; a second registration of one
 // name panics.
-func RegisterDialect(d Dialect) {
-	dialects.Lock()
-	defer dialects.Unlock()
-	if _, dup := dialects.byName[d.Name()]; dup {
-		panic("transport: dialect " + d.Name() + " registered twice")
-	}
-	dialects.byName[d.Name()] = d
-}
+func RegisterDialect(d Dialect) { dialects.register(d) }
 
 // LookupDialect returns the dialect registered as name, or an error that
 // lists the registered ones.
 func LookupDialect(name string) (Dialect, error) {
-	dialects.RLock()
-	defer dialects.RUnlock()
-	if d, ok := dialects.byName[name]; ok {
+	if d, ok := dialects.lookup(name); ok {
 		return d, nil
 	}
-	return nil, fmt.Errorf("unknown upstream protocol %q (have %s)", name, strings.Join(dialectNames(), ", "))
+	return nil, fmt.Errorf("unknown upstream protocol %q (have %s)", name, strings.Join(dialects.names(), ", "))
 }
 
 // DialectNames lists the registered dialects, sorted.
-func DialectNames() []string {
-	dialects.RLock()
-	defer dialects.RUnlock()
-	return dialectNames()
-}
-
-func dialectNames() []string {
-	names := make([]string, 0, len(dialects.byName))
-	for n := range dialects.byName {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func DialectNames() []string { return dialects.names() }

@@ -22,7 +22,18 @@ type rawBot struct {
 }
 
 func newRawBot(maxMessage int) *rawBot {
-	return &rawBot{dec: transport.Raw().NewSession(maxMessage), enc: transport.Raw().NewSession(maxMessage)}
+	return &rawBot{dec: newSession(transport.Raw(), maxMessage), enc: newSession(transport.Raw(), maxMessage)}
+}
+
+// newSession makes a session of a server-role protocol that takes audio
+// payloads of up to maxBytes, counted as μ-law (a byte a sample: L16
+// frames of that many bytes pass too).
+func newSession(p transport.Protocol, maxBytes int) transport.Session {
+	s, err := p.NewSession(transport.SessionConfig{MaxFrameMs: max(maxBytes/8, 1)})
+	if err != nil {
+		panic(err) // neither raw nor twilio refuses an empty query
+	}
+	return s
 }
 
 // open sends nothing: the host starts the stream.

@@ -24,7 +24,7 @@ type twilioBot struct {
 }
 
 func newTwilioBot() *twilioBot {
-	return &twilioBot{dec: transport.Twilio().NewSession(twilioMaxAudio), enc: transport.Twilio().NewSession(twilioMaxAudio)}
+	return &twilioBot{dec: newSession(transport.Twilio(), twilioMaxAudio), enc: newSession(transport.Twilio(), twilioMaxAudio)}
 }
 
 // open sends nothing: Twilio speaks first.

@@ -1,3 +1,0 @@
-module github.com/voxhost/voxhost/sdk/go
-
-go 1.24
