@@ -223,6 +223,12 @@ func (c *call) handle(t0 time.Time) bool {
 	case transport.KindStop:
 		c.stop()
 		return false
+	case transport.KindPause, transport.KindResume:
+		// Only a relay queues audio for the caller; an echo answers frame
+		// for frame, which a caller's queue keeps up with.
+		if b := c.bot; b != nil {
+			b.queue.pause(c.msg.Kind == transport.KindPause)
+		}
 	}
 	return true
 }

@@ -43,8 +43,10 @@ type playout struct {
 	started bool
 
 	underruns, overflows int64
-	hungUp               bool
-	hangReason           string
+	// paused holds the audio back: the caller's queue is full.
+	paused     bool
+	hungUp     bool
+	hangReason string
 
 	wake, space chan struct{}
 }
@@ -218,6 +220,14 @@ func (q *playout) hangUp(reason string) {
 	signal(q.wake)
 }
 
+// pause holds the audio back (on) or lets it go again.
+func (q *playout) pause(on bool) {
+	q.mu.Lock()
+	q.paused = on
+	q.mu.Unlock()
+	signal(q.wake)
+}
+
 // unplayedMarks counts the bot's marks the caller never reached.
 func (q *playout) unplayedMarks() int {
 	q.mu.Lock()
@@ -258,8 +268,8 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	if len(marks) > 0 {
 		return step{marks: marks}
 	}
-	if q.size == 0 {
-		return step{idle: true, ended: q.hungUp}
+	if q.size == 0 || q.paused {
+		return step{idle: true, ended: q.hungUp && q.size == 0}
 	}
 	if q.playEnd.Before(now.Add(-catchUp)) {
 		q.playEnd = now // the caller heard everything: start again from now

@@ -44,6 +44,12 @@ const (
 	// stream (OpenAI's error event); Inbound.Text says what it said. The
 	// host logs it and the call goes on.
 	KindError
+	// KindPause asks the host to stop sending audio until KindResume: the
+	// far end's queue is full (Asterisk's MEDIA_XOFF). The host holds it in
+	// its playout queue meanwhile.
+	KindPause
+	// KindResume lets the host send audio again (Asterisk's MEDIA_XON).
+	KindResume
 )
 
 // String names the kind as logs and test failures show it.
@@ -65,6 +71,10 @@ func (k Kind) String() string {
 		return "clear"
 	case KindError:
 		return "error"
+	case KindPause:
+		return "pause"
+	case KindResume:
+		return "resume"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
