@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,8 +15,9 @@ import (
 func pluginCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "plugin",
-		Usage: "look at plugins",
+		Usage: "write, look at and test plugins",
 		Subcommands: []*cli.Command{
+			pluginNewCommand(),
 			{
 				Name:      "inspect",
 				Usage:     "list a module's exports, imports, memory and ABI version, and every problem (exit 1 if invalid)",
@@ -109,10 +109,8 @@ func pluginCommand() *cli.Command {
 // readModule reads the one module argument: a stock plugin name or a file.
 func readModule(c *cli.Context) (string, []byte, error) {
 	if c.NArg() != 1 {
-		for _, a := range c.Args().Slice() {
-			if strings.HasPrefix(a, "-") {
-				return "", nil, fmt.Errorf("%s: flags go before the file, e.g. voxhost plugin %s %s FILE.wasm", c.Command.Name, c.Command.Name, a)
-			}
+		if err := flagsFirst(c, "the file", "FILE.wasm"); err != nil {
+			return "", nil, err
 		}
 		return "", nil, fmt.Errorf("%s needs one .wasm file or stock plugin name", c.Command.Name)
 	}

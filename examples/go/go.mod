@@ -1,7 +1,9 @@
 module github.com/voxhost/voxhost/examples/go
 
-go 1.24
+go 1.26.0
 
-require github.com/voxhost/voxhost/sdk/go v0.0.0
+require github.com/voxhost/voxhost v0.0.0
 
-replace github.com/voxhost/voxhost/sdk/go => ../../sdk/go
+// The Go SDK is a package of the voxhost module (github.com/voxhost/voxhost/sdk/go);
+// a project made by `voxhost plugin new --lang go` gets a copy of it instead.
+replace github.com/voxhost/voxhost => ../..

@@ -108,32 +108,58 @@ static inline int16_t vox_sat16(int32_t v) { return (int16_t)(v > 32767 ? 32767 
 
 static inline int vox_json_ws_(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/* Finds key at the top level of a flat JSON object; returns the offset of its value or -1. */
-static inline int32_t vox_config_find(const char *json, int32_t len, const char *key) {
-    int32_t i = 0, depth = 0;
-    int32_t klen = vox_strlen_(key);
+/* Steps through the keys of the top-level object: *pos starts at 0. Returns
+ * the next key's length and points *key at it (inside json, escapes as
+ * written), or -1 after the last one. */
+static inline int32_t vox_config_next_key(const char *json, int32_t len, int32_t *pos, const char **key) {
+    int32_t i = *pos, depth = 0;
+    if (i == 0) { /* step inside the object */
+        while (i < len && json[i] != '{') i++;
+        i++;
+    }
     while (i < len) {
         char c = json[i];
         if (c == '{' || c == '[') { depth++; i++; continue; }
-        if (c == '}' || c == ']') { depth--; i++; continue; }
+        if (c == '}' || c == ']') {
+            if (depth == 0) break; /* the end of the top-level object */
+            depth--;
+            i++;
+            continue;
+        }
         if (c != '"') { i++; continue; }
         int32_t start = ++i;
         while (i < len && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
         int32_t end = i++;
         int32_t j = i;
         while (j < len && vox_json_ws_(json[j])) j++;
-        if (j >= len || json[j] != ':') { continue; } /* a string value, not a key */
-        j++;
-        while (j < len && vox_json_ws_(json[j])) j++;
-        if (depth == 1 && end - start == klen) {
-            int32_t k = 0;
-            while (k < klen && json[start + k] == key[k]) k++;
-            if (k == klen) return j;
+        if (depth == 0 && j < len && json[j] == ':') {
+            *pos = j + 1;
+            *key = json + start;
+            return end - start;
         }
-        i = j;
+    }
+    *pos = len;
+    return -1;
+}
+
+/* Finds key at the top level of a flat JSON object; returns the offset of its value or -1. */
+static inline int32_t vox_config_find(const char *json, int32_t len, const char *key) {
+    int32_t pos = 0, n, klen = vox_strlen_(key);
+    const char *k;
+    while ((n = vox_config_next_key(json, len, &pos, &k)) >= 0) {
+        int32_t i = 0;
+        while (i < n && i < klen && k[i] == key[i]) i++;
+        if (i == n && n == klen) {
+            while (pos < len && vox_json_ws_(json[pos])) pos++;
+            return pos;
+        }
     }
     return -1;
 }
+
+/* The powers of ten a double holds exactly. */
+static const double vox_pow10_[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* Reads a number; returns 1 and sets *out if key holds one, else 0.
  * The digits are gathered into an integer and scaled by one exact power of
@@ -141,8 +167,6 @@ static inline int32_t vox_config_find(const char *json, int32_t len, const char 
  * are read exactly as other JSON parsers (and the other SDKs) read them;
  * longer ones may differ in the last bit. */
 static inline int vox_config_number(const char *json, int32_t len, const char *key, double *out) {
-    static const double pow10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     int32_t i = vox_config_find(json, len, key);
     if (i < 0) return 0;
     int negative = 0, digits = 0, scale = 0, exp = 0, esign = 1;
@@ -169,7 +193,7 @@ static inline int vox_config_number(const char *json, int32_t len, const char *k
     double v = (double)mantissa;
     while (scale > 22) { v *= 1e22; scale -= 22; }
     while (scale < -22) { v /= 1e22; scale += 22; }
-    v = scale >= 0 ? v * pow10[scale] : v / pow10[-scale];
+    v = scale >= 0 ? v * vox_pow10_[scale] : v / vox_pow10_[-scale];
     *out = negative ? -v : v;
     return 1;
 }
@@ -212,6 +236,177 @@ static inline double vox_exp(double x) {
 /* Converts decibels to a linear amplitude factor: 10^(db/20). */
 static inline double vox_db_to_gain(double db) { return vox_exp(db * 0.11512925464970228420); /* ln(10)/20 */ }
 
+/* The natural logarithm, without libm: the exponent from the bits, then
+ * 2 atanh((m-1)/(m+1)) for the mantissa m in [sqrt(1/2), sqrt(2)). Within
+ * 2 units in the last place; ln(0) = -inf, ln(x < 0) = NaN. */
+static inline double vox_ln(double x) {
+    union { double d; uint64_t u; } b;
+    int e;
+    if (!(x > 0)) return x == 0 ? -__builtin_inf() : __builtin_nan("");
+    b.d = x;
+    e = (int)((b.u >> 52) & 0x7ff);
+    if (e == 0x7ff) return x; /* +inf */
+    if (e == 0) { /* subnormal: scale by 2^54 first */
+        b.d = x * 18014398509481984.0;
+        e = (int)((b.u >> 52) & 0x7ff) - 54;
+    }
+    e -= 1023;
+    b.u = (b.u & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL; /* m in [1, 2) */
+    if (b.d > 1.4142135623730951) { b.d *= 0.5; e++; }
+    double z = (b.d - 1.0) / (b.d + 1.0), z2 = z * z, term = z, sum = 0.0;
+    for (int k = 1; k < 30; k += 2) { sum += term / k; term *= z2; }
+    return (double)e * 6.93147180369123816490e-01 + (2.0 * sum + (double)e * 1.90821492927058770002e-10);
+}
+
+/* Converts a linear amplitude factor to decibels: 20 log10(gain); -inf for 0.
+ * Levels in dBFS are relative to full scale, 32767: vox_gain_to_db(peak / 32767.0). */
+static inline double vox_gain_to_db(double gain) { return vox_ln(gain) * 8.68588963806503655302; /* 20/ln(10) */ }
+
+/* ---- Event data without a heap: vox_text, a string built in a caller's buffer ---- */
+
+/* A string being built in buf (cap bytes, not NUL-terminated). What does not
+ * fit sets overflow; vox_emit_text then lets the host drop the event (and
+ * count it) rather than send cut-off JSON. */
+typedef struct {
+    char *buf;
+    int32_t cap, len;
+    int overflow;
+} vox_text;
+
+/* An empty text over buf[0..cap). */
+static inline vox_text vox_text_init(char *buf, int32_t cap) {
+    vox_text t;
+    t.buf = buf;
+    t.cap = cap;
+    t.len = 0;
+    t.overflow = 0;
+    return t;
+}
+
+/* Appends one byte. */
+static inline vox_text *vox_text_char(vox_text *t, char c) {
+    if (t->len < t->cap) t->buf[t->len++] = c;
+    else t->overflow = 1;
+    return t;
+}
+
+/* Appends n bytes of s, as they are. */
+static inline vox_text *vox_text_strn(vox_text *t, const char *s, int32_t n) {
+    for (int32_t i = 0; i < n; i++) vox_text_char(t, s[i]);
+    return t;
+}
+
+/* Appends a NUL-terminated string, as it is (JSON punctuation, keys, literals). */
+static inline vox_text *vox_text_str(vox_text *t, const char *s) {
+    while (*s) vox_text_char(t, *s++);
+    return t;
+}
+
+/* Appends n bytes of s as a JSON string: quoted, with '"', backslash and control
+ * characters escaped; other bytes (UTF-8) as they are. */
+static inline vox_text *vox_text_json_strn(vox_text *t, const char *s, int32_t n) {
+    static const char hex[] = "0123456789abcdef";
+    vox_text_char(t, '"');
+    for (int32_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') vox_text_char(vox_text_char(t, '\\'), (char)c);
+        else if (c == '\n') vox_text_str(t, "\\n");
+        else if (c == '\r') vox_text_str(t, "\\r");
+        else if (c == '\t') vox_text_str(t, "\\t");
+        else if (c < 0x20) vox_text_char(vox_text_char(vox_text_str(t, "\\u00"), hex[c >> 4]), hex[c & 15]);
+        else vox_text_char(t, (char)c);
+    }
+    return vox_text_char(t, '"');
+}
+
+/* Appends a NUL-terminated string as a JSON string. */
+static inline vox_text *vox_text_json_str(vox_text *t, const char *s) { return vox_text_json_strn(t, s, vox_strlen_(s)); }
+
+/* Appends true or false. */
+static inline vox_text *vox_text_bool(vox_text *t, int b) { return vox_text_str(t, b ? "true" : "false"); }
+
+/* Appends v / 10^decimals in decimal with exactly `decimals` digits after the
+ * point (0 to 18; none and no point for 0): (-1234, 2) is -12.34, (5, 3) is
+ * 0.005. Integer arithmetic only, so every language's SDK writes the same. */
+static inline vox_text *vox_text_scaled(vox_text *t, int64_t v, int32_t decimals) {
+    char digits[24];
+    int32_t n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (decimals < 0) decimals = 0;
+    if (decimals > 18) decimals = 18;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0 || n <= decimals);
+    if (v < 0) vox_text_char(t, '-');
+    while (n > 0) {
+        vox_text_char(t, digits[--n]);
+        if (n == decimals && n > 0) vox_text_char(t, '.');
+    }
+    return t;
+}
+
+/* Appends an integer in decimal. */
+static inline vox_text *vox_text_int(vox_text *t, int64_t v) { return vox_text_scaled(t, v, 0); }
+
+/* Appends v rounded to `decimals` digits after the point (0 to 9), e.g.
+ * (-3.14159, 2) is -3.14: r = floor(|v| * 10^decimals + 0.5) in double, then
+ * written as vox_text_scaled writes r (with a '-' for v < 0 unless r is 0).
+ * NaN, infinities and |v| * 10^decimals >= 1e18 are written as null. The
+ * other SDKs' fixed() use the same arithmetic, so they write the same text. */
+static inline vox_text *vox_text_fixed(vox_text *t, double v, int32_t decimals) {
+    if (decimals < 0) decimals = 0;
+    if (decimals > 9) decimals = 9;
+    double x = (v < 0 ? -v : v) * vox_pow10_[decimals];
+    if (!(x < 1e18)) return vox_text_str(t, "null"); /* NaN too */
+    int64_t r = (int64_t)__builtin_floor(x + 0.5);
+    return vox_text_scaled(t, v < 0 ? -r : r, decimals);
+}
+
+/* Emits an event with the text as its data; an overflowed text is passed
+ * with a length the host refuses, so the event is dropped and counted. */
+static inline void vox_emit_text(const char *name, const vox_text *t) {
+    vox_host_emit(name, vox_strlen_(name), t->buf, t->overflow ? 4097 : t->len);
+}
+
+/* Logs the text at level (cut at the capacity if it overflowed). */
+static inline void vox_log_text(int32_t level, const vox_text *t) { vox_host_log(level, t->buf, t->len); }
+
+/* ---- Config keys: list them, find the unknown one ---- */
+
+/* Finds the first top-level key that is not in allowed, a list ended by a
+ * null pointer: returns its length and points *key at it, or -1 if every
+ * key is allowed. A typo'd key then is an error, not silently the default. */
+static inline int32_t vox_config_unknown_key(const char *json, int32_t len, const char *const allowed[], const char **key) {
+    int32_t pos = 0, n;
+    while ((n = vox_config_next_key(json, len, &pos, key)) >= 0) {
+        int known = 0;
+        for (int32_t a = 0; allowed[a] && !known; a++) {
+            int32_t k = 0;
+            while (k < n && allowed[a][k] == (*key)[k]) k++;
+            known = k == n && allowed[a][k] == 0;
+        }
+        if (!known) return n;
+    }
+    return -1;
+}
+
+/* The usual use of vox_config_unknown_key in VOX_INIT: returns VOX_OK, or logs
+ * `PLUGIN: unknown config key "KEY"` at error level and returns VOX_BAD_CONFIG.
+ *   static const char *const keys[] = {"threshold_db", "mode", 0};
+ *   if (vox_config_check_keys(vox_bytes(), config_len, "clipper", keys) != VOX_OK) return VOX_BAD_CONFIG; */
+static inline int32_t vox_config_check_keys(const char *json, int32_t len, const char *plugin, const char *const allowed[]) {
+    const char *key = 0;
+    int32_t n = vox_config_unknown_key(json, len, allowed, &key);
+    if (n < 0) return VOX_OK;
+    char buf[160];
+    vox_text t = vox_text_init(buf, sizeof buf);
+    vox_text_str(vox_text_str(&t, plugin), ": unknown config key ");
+    vox_text_json_strn(&t, key, n);
+    vox_log_text(VOX_LOG_ERROR, &t);
+    return VOX_BAD_CONFIG;
+}
+
 #ifdef VOXHOST_IMPLEMENTATION
 int16_t vox_frame_buffer[VOX_BUFFER_BYTES / 2] __attribute__((aligned(16)));
 
@@ -220,6 +415,14 @@ VOX_EXPORT("voxhost_abi_v1") void voxhost_abi_v1(void) {}
 VOX_EXPORT("vox_buffer") int32_t vox_buffer(int32_t capacity) {
     return capacity <= (int32_t)sizeof(vox_frame_buffer) ? (int32_t)(uint32_t)vox_frame_buffer : 0;
 }
+
+/* Static constructors (C++ globals whose constructor runs code, C functions
+ * marked __attribute__((constructor))) run once, when the host calls
+ * _initialize right after instantiation. Calling __wasm_call_ctors here also
+ * stops wasm-ld from wrapping every export in a call to it, which would run
+ * the constructors again on every vox_process and reset the state. */
+void __wasm_call_ctors(void);
+VOX_EXPORT("_initialize") void vox_initialize_(void) { __wasm_call_ctors(); }
 #endif
 
 #ifdef __cplusplus
