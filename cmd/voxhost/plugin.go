@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -109,8 +110,10 @@ func pluginCommand() *cli.Command {
 // readModule reads the one module argument: a stock plugin name or a file.
 func readModule(c *cli.Context) (string, []byte, error) {
 	if c.NArg() != 1 {
-		if err := flagsFirst(c, "the file", "FILE.wasm"); err != nil {
-			return "", nil, err
+		for _, a := range c.Args().Slice() {
+			if strings.HasPrefix(a, "-") {
+				return "", nil, fmt.Errorf("%s: flags go before the file, e.g. voxhost plugin %s %s FILE.wasm", c.Command.Name, c.Command.Name, a)
+			}
 		}
 		return "", nil, fmt.Errorf("%s needs one .wasm file or stock plugin name", c.Command.Name)
 	}
