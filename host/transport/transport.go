@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 
 	"github.com/voxhost/voxhost/host/codec"
@@ -202,6 +203,19 @@ type Protocol interface {
 	// (Twilio): the host may then send ahead of real time, within a
 	// bound. Otherwise the host owns timing and paces what it sends.
 	Buffers() bool
+}
+
+// Framer is implemented by protocols that run over a plain byte stream
+// (TCP) rather than WebSocket messages, and frame their own messages
+// (AudioSocket's type and length header). The server reads a leg of such
+// a protocol through ReadMessage and writes what the session renders as
+// it is: a rendered message is a whole frame.
+type Framer interface {
+	// ReadMessage reads one whole frame from r into *buf, growing it up
+	// to limit bytes, and returns it as a message for Session.Decode. A
+	// frame longer than limit is a *ProtocolError with Limit set; io.EOF
+	// at a frame boundary is the peer closing in order.
+	ReadMessage(r io.Reader, buf *[]byte, limit int) (MessageType, []byte, error)
 }
 
 // ProtocolError is an inbound message a protocol forbids or cannot parse.
