@@ -24,4 +24,5 @@ import "embed"
 //
 //go:embed voxhost.mk all:template
 //go:embed c/voxhost.h c/README.md all:c/template all:c/template-cpp
+//go:embed rust/Cargo.toml rust/README.md rust/src all:rust/template
 var Files embed.FS

@@ -69,6 +69,11 @@ var languages = []Language{
 		Tools: []string{"make", "clang++-14", "wasm-ld-14"}, templates: []string{"c/template-cpp"},
 		sdkDir: "c", files: []string{"c/voxhost.h", "c/README.md"},
 	},
+	{
+		ID: "rust", Title: "Rust", Source: "src/lib.rs", Toolchain: "cargo and rustc for wasm32-unknown-unknown, offline",
+		Tools: []string{"make", "/usr/bin/cargo", "/usr/bin/rustc"}, templates: []string{"rust/template"},
+		sdkDir: "rust", files: []string{"rust/Cargo.toml", "rust/README.md", "rust/src"},
+	},
 }
 
 // Languages lists the languages, in the order `plugin new --help` names them.

@@ -44,49 +44,64 @@ impl<'a> Config<'a> {
 
     /// Offset of the value of `key` in the top-level object, if present.
     fn find(&self, key: &str) -> Option<usize> {
-        let (j, key) = (self.json, key.as_bytes());
-        let len = j.len();
-        let (mut i, mut depth) = (0usize, 0i32);
-        while i < len {
-            let c = j[i];
-            if c == b'{' || c == b'[' {
-                depth += 1;
-                i += 1;
-                continue;
+        let mut pos = 0;
+        while let Some((k, value)) = next_key(self.json, &mut pos) {
+            if k == key.as_bytes() {
+                let mut i = value;
+                while i < self.json.len() && is_ws(self.json[i]) {
+                    i += 1;
+                }
+                return Some(i);
             }
-            if c == b'}' || c == b']' {
-                depth -= 1;
-                i += 1;
-                continue;
-            }
-            if c != b'"' {
-                i += 1;
-                continue;
-            }
-            i += 1;
-            let start = i;
-            while i < len && j[i] != b'"' {
-                i += if j[i] == b'\\' { 2 } else { 1 };
-            }
-            let end = i.min(len);
-            i += 1;
-            let mut k = i;
-            while k < len && is_ws(j[k]) {
-                k += 1;
-            }
-            if k >= len || j[k] != b':' {
-                continue; // a string value, not a key
-            }
-            k += 1;
-            while k < len && is_ws(j[k]) {
-                k += 1;
-            }
-            if depth == 1 && &j[start..end] == key {
-                return Some(k);
-            }
-            i = k;
         }
         None
+    }
+
+    /// The keys of the top-level object, in order, as written (escapes are
+    /// not decoded; a key that is not valid UTF-8 is left out). Allocates
+    /// nothing:
+    ///
+    /// ```
+    /// let c = voxhost::Config::new(br#"{"a":1,"b":{"c":2},"d":"e"}"#);
+    /// let mut keys = c.keys();
+    /// assert_eq!((keys.next(), keys.next(), keys.next(), keys.next()), (Some("a"), Some("b"), Some("d"), None));
+    /// ```
+    pub fn keys(&self) -> Keys<'a> {
+        Keys { json: self.json, pos: 0 }
+    }
+
+    /// The first key that is not in `allowed`, or `None` if every key is:
+    /// with it a typo'd key is an error rather than silently the default.
+    pub fn unknown_key(&self, allowed: &[&str]) -> Option<&'a str> {
+        let mut pos = 0;
+        while let Some((k, _)) = next_key(self.json, &mut pos) {
+            if !allowed.iter().any(|a| a.as_bytes() == k) {
+                // A key that is not UTF-8 is unknown too; name it as best we can.
+                return Some(core::str::from_utf8(k).unwrap_or("\u{fffd}"));
+            }
+        }
+        None
+    }
+
+    /// [`unknown_key`](Config::unknown_key) as `init` uses it: `Ok(())`, or
+    /// logs `PLUGIN: unknown config key "KEY"` at error level and returns
+    /// `Err(Status::BAD_CONFIG)`:
+    ///
+    /// ```
+    /// # fn init(config: &voxhost::Config) -> Result<(), voxhost::Status> {
+    /// config.check_keys("clipper", &["threshold_db", "mode", "report"])?;
+    /// # Ok(()) }
+    /// ```
+    pub fn check_keys(&self, plugin: &str, allowed: &[&str]) -> Result<(), crate::Status> {
+        match self.unknown_key(allowed) {
+            None => Ok(()),
+            Some(key) => {
+                let mut msg = crate::StrBuf::<160>::new();
+                msg.push_str(plugin).push_str(": unknown config key ").push_json_str(key);
+                crate::error(&msg);
+                Err(crate::Status::BAD_CONFIG)
+            }
+        }
     }
 
     /// True if the top-level object has a member named `key`, of any type.
@@ -205,6 +220,80 @@ impl<'a> Config<'a> {
         // Only whole UTF-8 sequences were copied from a &str or encoded.
         core::str::from_utf8(&out[..n]).ok()
     }
+}
+
+/// The keys of a [`Config`]'s top-level object, from [`Config::keys`].
+#[derive(Clone, Debug)]
+pub struct Keys<'a> {
+    json: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Keys<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        while let Some((k, _)) = next_key(self.json, &mut self.pos) {
+            if let Ok(k) = core::str::from_utf8(k) {
+                return Some(k);
+            }
+        }
+        None
+    }
+}
+
+/// The next key of the top-level object from `*pos` (0: the start of the
+/// text): the key as written and the offset just after its `:`, where its
+/// value begins. `*pos` moves there; at the end it is past the text.
+fn next_key<'a>(j: &'a [u8], pos: &mut usize) -> Option<(&'a [u8], usize)> {
+    let len = j.len();
+    let mut i = *pos;
+    if i == 0 {
+        // Step inside the object.
+        while i < len && j[i] != b'{' {
+            i += 1;
+        }
+        i += 1;
+    }
+    let mut depth = 0i32;
+    while i < len {
+        let c = j[i];
+        if c == b'{' || c == b'[' {
+            depth += 1;
+            i += 1;
+            continue;
+        }
+        if c == b'}' || c == b']' {
+            if depth == 0 {
+                break; // the end of the top-level object
+            }
+            depth -= 1;
+            i += 1;
+            continue;
+        }
+        if c != b'"' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let start = i;
+        while i < len && j[i] != b'"' {
+            i += if j[i] == b'\\' { 2 } else { 1 };
+        }
+        let end = i.min(len);
+        i += 1;
+        let mut k = i;
+        while k < len && is_ws(j[k]) {
+            k += 1;
+        }
+        if depth == 0 && k < len && j[k] == b':' {
+            *pos = k + 1;
+            return Some((&j[start..end], k + 1));
+        }
+        // A string value (or a key of a nested object): go on after it.
+    }
+    *pos = len + 1;
+    None
 }
 
 fn hex4(h: &[u8]) -> Option<u32> {
@@ -397,6 +486,23 @@ mod tests {
         let mut small = [0u8; 3];
         assert_eq!(c.str_into("name", &mut small), None);
         assert_eq!(c.str("depth"), None);
+    }
+
+    #[test]
+    fn keys_and_unknown_keys() {
+        let c = Config::new(br#" { "note" : "rate_hz", "depth" : 0.25 ,"rate_hz":4.5, "x": [1, {"depth": 1}], "o":{"k":"v"}, "q\"k":1 } "#);
+        let keys: [Option<&str>; 7] = {
+            let mut it = c.keys();
+            [it.next(), it.next(), it.next(), it.next(), it.next(), it.next(), it.next()]
+        };
+        assert_eq!(keys, [Some("note"), Some("depth"), Some("rate_hz"), Some("x"), Some("o"), Some("q\\\"k"), None]);
+        assert_eq!(c.unknown_key(&["note", "depth", "rate_hz", "x", "o", "q\\\"k"]), None);
+        assert_eq!(c.unknown_key(&["note", "depth", "rate_hz"]), Some("x"));
+        assert_eq!(c.unknown_key(&[]), Some("note"));
+        assert_eq!(c.check_keys("t", &["note"]), Err(crate::Status::BAD_CONFIG));
+        assert_eq!(Config::new(b"{}").unknown_key(&[]), None);
+        assert_eq!(Config::new(b" {} ").keys().next(), None);
+        assert_eq!(Config::new(br#"{"a":{"b":1}}"#).check_keys("t", &["a"]), Ok(()));
     }
 
     #[test]

@@ -42,7 +42,8 @@ mod text;
 
 pub use abi::*;
 pub use config::Config;
-pub use math::{floor, round_half_up, sat16};
+pub use config::Keys;
+pub use math::{db_to_gain, exp, floor, gain_to_db, ln, log10, powf, round_half_up, sat16, FULL_SCALE, LN10};
 pub use text::StrBuf;
 
 /// A status code of the ABI: the negative result of an export.

@@ -100,6 +100,52 @@ impl<const N: usize> StrBuf<N> {
         self.push_str(unsafe { core::str::from_utf8_unchecked(&tmp[i..]) })
     }
 
+    /// Appends `v / 10^decimals` with exactly `decimals` digits after the
+    /// point (at most 18; no point for 0): `push_scaled(-1234, 2)` is
+    /// `-12.34`, `push_scaled(5, 3)` is `0.005`. Integer arithmetic only, so
+    /// every language's SDK writes the same text.
+    pub fn push_scaled(&mut self, v: i64, decimals: u32) -> &mut Self {
+        let decimals = decimals.min(18) as usize;
+        let mut tmp = [0u8; 24];
+        let mut n = 0;
+        let mut u = v.unsigned_abs();
+        while u != 0 || n <= decimals {
+            tmp[n] = b'0' + (u % 10) as u8;
+            u /= 10;
+            n += 1;
+        }
+        if v < 0 {
+            self.push_str("-");
+        }
+        while n > 0 {
+            n -= 1;
+            // SAFETY: one ASCII digit.
+            self.push_str(unsafe { core::str::from_utf8_unchecked(&tmp[n..n + 1]) });
+            if n == decimals && n > 0 {
+                self.push_str(".");
+            }
+        }
+        self
+    }
+
+    /// Appends `v` rounded to `decimals` digits after the point (at most 9),
+    /// e.g. `push_fixed(-3.14159, 2)` is `-3.14`: `r = floor(|v| *
+    /// 10^decimals + 0.5)` in f64, written as [`push_scaled`](StrBuf::push_scaled)
+    /// writes it (negative if `v` is, unless `r` is 0). NaN, infinities and
+    /// values with `|v| * 10^decimals >= 1e18` are written as `null`. The
+    /// other SDKs' fixed-point writers use the same arithmetic, so they agree
+    /// to the byte.
+    pub fn push_fixed(&mut self, v: f64, decimals: u32) -> &mut Self {
+        const POW10: [f64; 10] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+        let decimals = decimals.min(9);
+        let x = if v < 0.0 { -v } else { v } * POW10[decimals as usize];
+        if !(x < 1e18) {
+            return self.push_str("null");
+        }
+        let r = crate::floor(x + 0.5) as i64;
+        self.push_scaled(if v < 0.0 { -r } else { r }, decimals)
+    }
+
     /// Appends `true` or `false`.
     pub fn push_bool(&mut self, b: bool) -> &mut Self {
         self.push_str(if b { "true" } else { "false" })
@@ -164,6 +210,38 @@ mod tests {
         b.clear().push_json_str("a\"\\\n\u{1}é");
         assert_eq!(b.as_str(), r#""a\"\\\n\u0001é""#);
         assert!(!b.overflowed());
+    }
+
+    #[test]
+    fn decimals() {
+        let mut b = StrBuf::<128>::new();
+        for (v, d, want) in [
+            (-1234i64, 2u32, "-12.34"),
+            (5, 3, "0.005"),
+            (-5, 2, "-0.05"),
+            (0, 2, "0.00"),
+            (42, 0, "42"),
+            (i64::MIN, 0, "-9223372036854775808"),
+            (i64::MAX, 18, "9.223372036854775807"),
+        ] {
+            assert_eq!(b.clear().push_scaled(v, d).as_str(), want, "scaled({}, {})", v, d);
+        }
+        for (v, d, want) in [
+            (-3.14159, 2u32, "-3.14"),
+            (2.5, 0, "3"),
+            (-2.5, 0, "-3"),
+            (0.125, 2, "0.13"),
+            (-0.004, 2, "0.00"),
+            (-0.0, 1, "0.0"),
+            (1.005, 2, "1.00"), // 1.005 is 1.00499999999999989... in f64
+            (123456.789, 9, "123456.789000000"),
+            (f64::NAN, 2, "null"),
+            (f64::NEG_INFINITY, 2, "null"),
+            (1e18, 0, "null"),
+            (-6.0206, 2, "-6.02"),
+        ] {
+            assert_eq!(b.clear().push_fixed(v, d).as_str(), want, "fixed({}, {})", v, d);
+        }
     }
 
     #[test]
