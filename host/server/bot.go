@@ -381,8 +381,15 @@ func (b *botLeg) processFrame(t0 time.Time) bool {
 	if !c.outEvents.empty() && !c.flushOutbound() {
 		return false
 	}
-	if n > 0 && !b.queue.push(b.out[:n], gen, c.done) {
-		return false
+	if n > 0 {
+		direct, ok := b.queue.push(b.out[:n], gen, c.done)
+		if direct {
+			ok = c.sendPlayout(b.out[:n], gen)
+			b.queue.written()
+		}
+		if !ok {
+			return false
+		}
 	}
 	c.s.metrics.relayFrame.WithLabelValues(dirOutbound).Observe(time.Since(t0).Seconds())
 	return true

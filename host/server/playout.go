@@ -44,7 +44,10 @@ type playout struct {
 
 	underruns, overflows int64
 	// paused holds the audio back: the caller's queue is full.
-	paused     bool
+	paused bool
+	// writing says a frame taken off the queue (or passed by it) is
+	// being written to the caller; nothing else goes out until it is.
+	writing    bool
 	hungUp     bool
 	hangReason string
 
@@ -107,14 +110,18 @@ func (q *playout) generation() uint64 { return q.gen.Load() }
 
 // push queues a frame the bot reader processed in generation gen; one
 // from before a clear is dropped. A full queue holds the reader back until
-// there is room (counted as an overflow) or done closes; false means done.
-func (q *playout) push(b []byte, gen uint64, done <-chan struct{}) bool {
+// there is room (counted as an overflow) or done closes; false ok means
+// done. A frame that is due at once, with nothing queued or being written
+// before it, is not queued: direct says the reader is to write it itself
+// (sendPlayout, then written), which spares a streaming bot's every frame
+// a wake-up of the playout goroutine.
+func (q *playout) push(b []byte, gen uint64, done <-chan struct{}) (direct, ok bool) {
 	waited := false
 	for {
 		q.mu.Lock()
 		if gen != q.gen.Load() {
 			q.mu.Unlock()
-			return true
+			return false, true
 		}
 		if q.size+len(b) <= q.limit {
 			break
@@ -128,13 +135,21 @@ func (q *playout) push(b []byte, gen uint64, done <-chan struct{}) bool {
 		select {
 		case <-q.space:
 		case <-done:
-			return false
+			return false, false
 		}
 	}
-	if q.size == 0 && q.started {
-		if gap := time.Since(q.playEnd); gap > underrunJitter && gap <= underrunGap {
+	defer q.mu.Unlock()
+	var now time.Time
+	if q.size == 0 {
+		now = time.Now()
+		if gap := now.Sub(q.playEnd); q.started && gap > underrunJitter && gap <= underrunGap {
 			q.underruns++
 			q.s.metrics.underruns.Inc()
+		}
+		if len(q.marks) == 0 && !q.paused && !q.writing && !q.schedule(now).After(now) {
+			q.pushed += int64(len(b))
+			q.took(len(b))
+			return true, true
 		}
 	}
 	if q.size+len(b) > len(q.ring) {
@@ -145,9 +160,34 @@ func (q *playout) push(b []byte, gen uint64, done <-chan struct{}) bool {
 	copy(q.ring, b[n:])
 	q.size += len(b)
 	q.pushed += int64(len(b))
+	signal(q.wake)
+	return false, true
+}
+
+// schedule is when the next frame is due, restarting the schedule if the
+// caller has heard everything; mu is held.
+func (q *playout) schedule(now time.Time) time.Time {
+	if q.playEnd.Before(now.Add(-catchUp)) {
+		q.playEnd = now // the caller heard everything: start again from now
+	}
+	return q.playEnd.Add(-q.sendAhead)
+}
+
+// took books n bytes as on their way to the caller; mu is held.
+func (q *playout) took(n int) {
+	q.popped += int64(n)
+	q.playEnd = q.playEnd.Add(time.Duration(n/q.format.BytesPerMs()) * time.Millisecond)
+	q.started = true
+	q.writing = true
+	q.s.metrics.playoutDepth.Observe(float64(q.size/q.format.BytesPerMs()) / 1000)
+}
+
+// written says the frame being written has gone out.
+func (q *playout) written() {
+	q.mu.Lock()
+	q.writing = false
 	q.mu.Unlock()
 	signal(q.wake)
-	return true
 }
 
 // grow makes room for need bytes, doubling up to the limit.
@@ -249,6 +289,9 @@ type step struct {
 func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.writing {
+		return step{idle: true} // the bot reader's frame: written wakes us
+	}
 	// A mark is reached once the audio before it is sent (a buffering
 	// caller returns it when played) or, where the host owns timing, has
 	// played.
@@ -269,12 +312,9 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 		return step{marks: marks}
 	}
 	if q.size == 0 || q.paused {
-		return step{idle: true, ended: q.hungUp && q.size == 0}
+		return step{idle: true, ended: q.hungUp && q.size == 0 && !q.writing}
 	}
-	if q.playEnd.Before(now.Add(-catchUp)) {
-		q.playEnd = now // the caller heard everything: start again from now
-	}
-	if due := q.playEnd.Add(-q.sendAhead); due.After(now) {
+	if due := q.schedule(now); due.After(now) {
 		return step{wait: due.Sub(now)}
 	}
 	n := min(q.size, q.frameBytes)
@@ -282,10 +322,7 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	copy(frame[k:n], q.ring)
 	q.head = (q.head + n) % len(q.ring)
 	q.size -= n
-	q.popped += int64(n)
-	q.playEnd = q.playEnd.Add(time.Duration(n/q.format.BytesPerMs()) * time.Millisecond)
-	q.started = true
-	q.s.metrics.playoutDepth.Observe(float64(q.size/q.format.BytesPerMs()) / 1000)
+	q.took(n)
 	signal(q.space)
 	return step{n: n, gen: q.gen.Load()}
 }
@@ -325,8 +362,12 @@ func (c *call) playout() {
 			}
 			continue
 		}
-		if st.n > 0 && !c.sendPlayout(frame[:st.n], st.gen) {
-			return
+		if st.n > 0 {
+			ok := c.sendPlayout(frame[:st.n], st.gen)
+			q.written()
+			if !ok {
+				return
+			}
 		}
 		for _, name := range st.marks {
 			if !c.markReached(name) {
