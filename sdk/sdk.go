@@ -25,4 +25,7 @@ import "embed"
 //go:embed voxhost.mk all:template
 //go:embed c/voxhost.h c/README.md all:c/template all:c/template-cpp
 //go:embed rust/Cargo.toml rust/README.md rust/src all:rust/template
+//go:embed assemblyscript/index.ts assemblyscript/assembly assemblyscript/package.json
+//go:embed assemblyscript/asconfig.plugin.json assemblyscript/plugin.mk assemblyscript/README.md
+//go:embed all:assemblyscript/template
 var Files embed.FS

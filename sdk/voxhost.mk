@@ -25,5 +25,5 @@ in.wav:
 run: $(WASM) in.wav
 	$(VOXHOST) run --dtmf "$(DTMF)" --pipeline "$(WASM) $(CONFIG)" in.wav out.wav
 
-clean:
+clean::
 	rm -rf build in.wav out.wav $(CLEAN)

@@ -74,6 +74,14 @@ var languages = []Language{
 		Tools: []string{"make", "/usr/bin/cargo", "/usr/bin/rustc"}, templates: []string{"rust/template"},
 		sdkDir: "rust", files: []string{"rust/Cargo.toml", "rust/README.md", "rust/src"},
 	},
+	{
+		ID: "assemblyscript", Title: "AssemblyScript", Source: "assembly/index.ts",
+		Toolchain: "node and npm; npm install brings asc 0.28.20 the first time",
+		Tools:     []string{"make", "node", "npm"}, templates: []string{"assemblyscript/template"},
+		sdkDir: "assemblyscript", files: []string{"assemblyscript/index.ts", "assemblyscript/assembly",
+			"assemblyscript/package.json", "assemblyscript/asconfig.plugin.json", "assemblyscript/plugin.mk",
+			"assemblyscript/README.md"},
+	},
 }
 
 // Languages lists the languages, in the order `plugin new --help` names them.

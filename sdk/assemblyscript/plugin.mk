@@ -1,7 +1,8 @@
 # Builds one AssemblyScript plugin on this SDK. A plugin's Makefile sets OUT
 # (the .wasm its asconfig.json writes) and includes this file:
 #
-#   make            builds $(OUT) (runs `npm ci` first if node_modules is missing)
+#   make            builds $(OUT) (runs `npm ci`, or `npm install` where there is
+#                   no package-lock.json, first if node_modules is missing)
 #   make clean      removes $(OUT) (a committed build comes back byte for byte)
 #   make distclean  also removes node_modules/ (the next make reinstalls from package-lock.json)
 #
@@ -25,10 +26,13 @@ $(OUT): $(SOURCES) | $(INSTALLED)
 	$(ASC) --target release
 
 # Order-only: an existing install is never redone, so a build works offline.
+# npm ci installs what package-lock.json pins; a new project has none yet,
+# and npm install writes it.
 $(INSTALLED):
-	$(NPM) ci --no-audit --no-fund
+	$(NPM) $(if $(wildcard package-lock.json),ci,install) --no-audit --no-fund
 
-clean:
+# Double-colon: a project's other makefiles (voxhost.mk) add to it.
+clean::
 	rm -f $(OUT)
 
 distclean: clean

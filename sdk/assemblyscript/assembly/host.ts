@@ -1,7 +1,7 @@
 // The host's functions (ABI §4) and allocation-free wrappers around them.
 
 import { MaxEmitDataLen, MaxEmitNameLen, MaxLogLen } from "./abi";
-import { DATA_SCRATCH, LOG_SCRATCH, NAME_SCRATCH } from "./internal";
+import { DATA_SCRATCH, LOG_SCRATCH, NAME_SCRATCH, POW10 } from "./internal";
 
 /** voxhost.log(level, ptr, len): a UTF-8 message for the host log (raw import). */
 // @ts-ignore: decorator
@@ -199,15 +199,47 @@ export class EventData {
 
   /** Appends an integer in decimal. */
   int(v: i64): EventData {
-    if (v < 0) {
-      this.rawChar(0x2d);
-      if (v == i64.MIN_VALUE) return this.raw("9223372036854775808");
-      v = -v;
+    return this.scaled(v, 0);
+  }
+
+  /**
+   * Appends v / 10^decimals with exactly `decimals` digits after the point
+   * (0 to 18; no point for 0): scaled(-1234, 2) is -12.34, scaled(5, 3) is
+   * 0.005. Integer arithmetic only, so every language's SDK writes the same.
+   */
+  scaled(v: i64, decimals: i32): EventData {
+    if (decimals < 0) decimals = 0;
+    if (decimals > 18) decimals = 18;
+    const u: u64 = v < 0 ? <u64>0 - <u64>v : <u64>v;
+    let n = 1;
+    let d: u64 = 1;
+    for (let t = u; t >= 10; t /= 10) {
+      n++;
+      d *= 10;
     }
-    let digits: u64 = 1;
-    for (let t = <u64>v; t >= 10; t /= 10) digits *= 10;
-    for (; digits > 0; digits /= 10) this.rawChar(0x30 + <i32>((<u64>v / digits) % 10));
+    for (; n <= decimals; n++) d *= 10;
+    if (v < 0) this.rawChar(0x2d);
+    for (let i = n - 1; i >= 0; i--, d /= 10) {
+      this.rawChar(0x30 + <i32>((u / d) % 10));
+      if (i == decimals && i > 0) this.rawChar(0x2e);
+    }
     return this;
+  }
+
+  /**
+   * Appends v rounded to `decimals` digits after the point (0 to 9), e.g.
+   * fixed(-3.14159, 2) is -3.14: r = floor(|v| * 10^decimals + 0.5) in f64,
+   * written as scaled writes it (negative if v is, unless r is 0). NaN,
+   * infinities and |v| * 10^decimals >= 1e18 are written as null. The other
+   * SDKs use the same arithmetic, so they write the same text.
+   */
+  fixed(v: f64, decimals: i32): EventData {
+    if (decimals < 0) decimals = 0;
+    if (decimals > 9) decimals = 9;
+    const x = (v < 0 ? -v : v) * unchecked(POW10[decimals]);
+    if (!(x < 1e18)) return this.raw("null");
+    const r = <i64>Math.floor(x + 0.5);
+    return this.scaled(v < 0 ? -r : r, decimals);
   }
 
   /** Bytes written so far. */

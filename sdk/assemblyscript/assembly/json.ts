@@ -3,8 +3,9 @@
 // object are looked up by key, without allocation (except string()).
 
 import { BUFFER } from "./buffer";
-import { KEY_SCRATCH, KEY_SCRATCH_BYTES } from "./internal";
-import { encodeUTF8 } from "./host";
+import { KEY_SCRATCH, KEY_SCRATCH_BYTES, LOG_SCRATCH, POW10 } from "./internal";
+import { MaxLogLen } from "./abi";
+import { encodeUTF8, hostLog } from "./host";
 
 /** What a member holds, by JsonView.kind(key). */
 export enum JsonKind {
@@ -93,11 +94,6 @@ function matches(p: usize, end: usize, lit: string): bool {
   }
   return true;
 }
-
-const POW10: StaticArray<f64> = [
-  1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-];
 
 /**
  * Parses the JSON number at [p, end). Returns NaN if it is not one. The result
@@ -281,6 +277,51 @@ function unescape(p: usize, end: usize, out: usize, cap: i32, utf16: bool): i32 
   return -1;
 }
 
+// The member scanMember last read: its key (after the opening quote), the
+// key's length in bytes, and its value's address (0 if malformed).
+let memberKey: usize = 0;
+let memberKeyLen: i32 = 0;
+let memberValue: usize = 0;
+// The length of the key unknownKey last returned.
+let unknownLen: i32 = 0;
+
+/** Length in bytes of the key JsonView.unknownKey last returned. */
+export function unknownKeyLength(): i32 {
+  return unknownLen;
+}
+
+/** The address of the first member's key (its opening quote), or 0 if the object is empty or not one. */
+function firstMember(ptr: usize, end: usize): usize {
+  let p = skipSpace(ptr, end);
+  if (p >= end || load<u8>(p) != 0x7b) return 0;
+  p = skipSpace(p + 1, end);
+  return p < end && load<u8>(p) == 0x22 ? p : 0;
+}
+
+/**
+ * Reads the member whose key's opening quote is at p into memberKey,
+ * memberKeyLen and memberValue (0 if the member is malformed), and returns
+ * the address of the next member's key, or 0 if there is none.
+ */
+function scanMember(p: usize, end: usize): usize {
+  memberValue = 0;
+  const kend = skipString(p, end);
+  if (kend == 0) return 0;
+  memberKey = p + 1;
+  memberKeyLen = <i32>(kend - 1 - memberKey);
+  p = skipSpace(kend, end);
+  if (p >= end || load<u8>(p) != 0x3a) return 0;
+  p = skipSpace(p + 1, end);
+  if (p >= end) return 0;
+  memberValue = p;
+  p = skipValue(p, end);
+  if (p == 0) return 0;
+  p = skipSpace(p, end);
+  if (p >= end || load<u8>(p) != 0x2c) return 0;
+  p = skipSpace(p + 1, end);
+  return p < end && load<u8>(p) == 0x22 ? p : 0;
+}
+
 /**
  * A view of one JSON object in memory — by default the config or the call
  * metadata the host wrote into the buffer — whose top-level members are read
@@ -308,27 +349,75 @@ export class JsonView {
     let klen = encodeUTF8(key, KEY_SCRATCH, 0, KEY_SCRATCH_BYTES);
     if (klen < 0) return 0;
     const end = this.ptr + <usize>this.len;
-    let p = skipSpace(this.ptr, end);
-    if (p >= end || load<u8>(p) != 0x7b) return 0;
-    p = skipSpace(p + 1, end);
-    if (p < end && load<u8>(p) == 0x7d) return 0;
-    while (p < end) {
-      if (load<u8>(p) != 0x22) return 0;
-      const k = p + 1;
-      const kend = skipString(p, end);
-      if (kend == 0) return 0;
-      p = skipSpace(kend, end);
-      if (p >= end || load<u8>(p) != 0x3a) return 0;
-      p = skipSpace(p + 1, end);
-      if (p >= end) return 0;
-      if (<i32>(kend - 1 - k) == klen && memory.compare(k, KEY_SCRATCH, <usize>klen) == 0) return p;
-      p = skipValue(p, end);
-      if (p == 0) return 0;
-      p = skipSpace(p, end);
-      if (p >= end || load<u8>(p) != 0x2c) return 0;
-      p = skipSpace(p + 1, end);
+    for (let p = firstMember(this.ptr, end); p != 0; ) {
+      const next = scanMember(p, end);
+      if (memberValue == 0) return 0;
+      if (memberKeyLen == klen && memory.compare(memberKey, KEY_SCRATCH, <usize>klen) == 0) return memberValue;
+      p = next;
     }
     return 0;
+  }
+
+  /**
+   * The keys of the object, in order, as written between their quotes
+   * (escapes not decoded). Allocates: call it in vox_init, not per frame.
+   */
+  keys(): string[] {
+    const keys = new Array<string>();
+    const end = this.ptr + <usize>this.len;
+    for (let p = firstMember(this.ptr, end); p != 0; ) {
+      const next = scanMember(p, end);
+      if (memberValue == 0) break;
+      keys.push(String.UTF8.decodeUnsafe(memberKey, <usize>memberKeyLen));
+      p = next;
+    }
+    return keys;
+  }
+
+  /**
+   * Address of the first key (after its opening quote) that is not in
+   * allowed, or 0 if every key is; unknownKeyLength() is its length in
+   * bytes. No allocation.
+   */
+  unknownKey(allowed: StaticArray<string>): usize {
+    const end = this.ptr + <usize>this.len;
+    for (let p = firstMember(this.ptr, end); p != 0; ) {
+      const next = scanMember(p, end);
+      if (memberValue == 0) break;
+      let known = false;
+      for (let i = 0; i < allowed.length && !known; i++) {
+        const n = encodeUTF8(unchecked(allowed[i]), KEY_SCRATCH, 0, KEY_SCRATCH_BYTES);
+        known = n == memberKeyLen && memory.compare(memberKey, KEY_SCRATCH, <usize>n) == 0;
+      }
+      if (!known) {
+        unknownLen = memberKeyLen;
+        return memberKey;
+      }
+      p = next;
+    }
+    unknownLen = 0;
+    return 0;
+  }
+
+  /**
+   * unknownKey as vox_init uses it: true if every key is in allowed;
+   * otherwise logs `PLUGIN: unknown config key "KEY"` at error level and
+   * returns false (then return StatusBadConfig). No allocation.
+   *
+   *     if (!c.checkKeys("clipper", ["threshold_db", "mode", "report"])) return StatusBadConfig;
+   */
+  checkKeys(plugin: string, allowed: StaticArray<string>): bool {
+    const key = this.unknownKey(allowed);
+    if (key == 0) return true;
+    let n = encodeUTF8(plugin, LOG_SCRATCH, 0, MaxLogLen - 64);
+    if (n < 0) n = -n - 1;
+    n = encodeUTF8(': unknown config key "', LOG_SCRATCH, n, MaxLogLen);
+    const k = min(unknownLen, MaxLogLen - 1 - n);
+    memory.copy(LOG_SCRATCH + <usize>n, key, <usize>k);
+    n += k;
+    store<u8>(LOG_SCRATCH + <usize>n, 0x22);
+    hostLog(3, LOG_SCRATCH, n + 1); // LogError
+    return false;
   }
 
   /** True if key is a member (whatever its value, null included). */

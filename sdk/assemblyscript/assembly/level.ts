@@ -22,6 +22,14 @@ export function dbToGain(db: f64): f64 {
   return expf(db * (LN10 / 20.0));
 }
 
+/**
+ * The level in dB of a linear gain: 20 log10(gain); -Infinity for 0. A peak
+ * in dBFS is gainToDb(peak / FULL_SCALE).
+ */
+export function gainToDb(gain: f64): f64 {
+  return Math.log(gain) * (20.0 / LN10);
+}
+
 /** The mean square, in samples², of an RMS level in dBFS. */
 export function dbfsToMeanSquare(db: f64): f64 {
   const a = FULL_SCALE * dbToGain(db);
