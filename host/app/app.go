@@ -24,6 +24,7 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
+	"github.com/voxhost/voxhost/host/transport"
 )
 
 // DefaultPipelineName and DefaultPipelineSpec describe the pipeline served
@@ -265,6 +266,7 @@ func restartOnly(old, cur config.Config) []string {
 		{"plugin_limits", old.PluginLimits, cur.PluginLimits},
 		{"limits", old.Limits, cur.Limits},
 		{"playout", old.Playout, cur.Playout},
+		{"audiosocket", old.AudioSocket, cur.AudioSocket},
 		{"auth", old.ResolvedTokens(), cur.ResolvedTokens()},
 		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens()}, []any{cur.Admin.Listen, cur.ResolvedAdminTokens()}},
 		{"origins", old.Origins, cur.Origins},
@@ -303,6 +305,24 @@ func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) er
 			h.stopWatcher.Store(&stop)
 			defer stop()
 		}
+	}
+	if a := h.Config.AudioSocket; a.Listen != "" {
+		proto, err := transport.LookupProtocol("audiosocket")
+		if err != nil {
+			_ = l.Close()
+			return err
+		}
+		sl, err := net.Listen("tcp", a.Listen)
+		if err != nil {
+			_ = l.Close()
+			return fmt.Errorf("audiosocket: %w", err)
+		}
+		h.log.Info("serving AudioSocket", "addr", sl.Addr().String(), "pipeline", a.Pipeline)
+		go func() {
+			if err := h.Server.ServeStream(ctx, sl, proto, a.Pipeline); err != nil {
+				h.log.Error("AudioSocket listener failed", "err", err)
+			}
+		}()
 	}
 	if ready != nil {
 		ready(l.Addr())

@@ -48,6 +48,8 @@ type Config struct {
 	// Playout bounds the bot audio a relayed call holds for its caller and
 	// sends ahead of real time.
 	Playout Playout
+	// AudioSocket serves Asterisk's AudioSocket (plain TCP) calls.
+	AudioSocket AudioSocket
 	// DefaultPipeline names the route of calls that ask for none.
 	DefaultPipeline string
 	// Pipelines are the routes calls may ask for, by name (the key is
@@ -114,6 +116,17 @@ type Limits struct {
 	// message the host is writing to it for this long: a peer that stopped
 	// reading would otherwise hold the call, and its bot's audio, forever.
 	StallTimeout time.Duration
+}
+
+// AudioSocket is the plain-TCP listener for Asterisk's AudioSocket
+// (AudioSocket() in the dialplan, or Dial(AudioSocket/host:port/uuid)).
+// The protocol has no authentication: bind it to an address only the PBX
+// can reach.
+type AudioSocket struct {
+	// Listen is its host:port; empty means no AudioSocket listener.
+	Listen string
+	// Pipeline names the route its calls run; empty means the default.
+	Pipeline string
 }
 
 // Playout bounds the bot's audio on its way to the caller of a relayed
@@ -278,6 +291,20 @@ func (c *Config) Validate() error {
 	for i, t := range c.Admin.Tokens {
 		if strings.TrimSpace(t) == "" {
 			return invalid(fmt.Sprintf("admin.tokens[%d]", i), "empty token")
+		}
+	}
+	if a := c.AudioSocket.Listen; a != "" {
+		port, err := splitPort(a)
+		if err != nil {
+			return invalid("audiosocket.listen", "%v; write host:port, e.g. \"127.0.0.1:9092\"", err)
+		}
+		if (a == c.Listen || a == c.Admin.Listen) && port != "0" {
+			return invalid("audiosocket.listen", "%q is also another listener's address; give AudioSocket a port of its own", a)
+		}
+	}
+	if p := c.AudioSocket.Pipeline; p != "" {
+		if _, ok := c.Pipelines[p]; !ok {
+			return invalid("audiosocket.pipeline", "unknown pipeline %q", p)
 		}
 	}
 	for i, p := range c.Origins {

@@ -117,6 +117,10 @@ func configFields(c *Config) map[string]field {
 			"tokens":     strs(&c.Admin.Tokens),
 			"tokens_env": str(&c.Admin.TokensEnv),
 		}),
+		"audiosocket": mapping(map[string]field{
+			"listen":   str(&c.AudioSocket.Listen),
+			"pipeline": str(&c.AudioSocket.Pipeline),
+		}),
 		"origins":          strs(&c.Origins),
 		"default_pipeline": str(&c.DefaultPipeline),
 		"pipelines":        mapOf(&c.Pipelines, route),

@@ -28,11 +28,13 @@ func TestErrors(t *testing.T) {
 		{"second document", "listen: ':1'\n---\nlisten: ':2'\n", "voxhost.yaml:3:1: ", "a second YAML document"},
 
 		// Unknown keys.
-		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir)`},
+		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, audiosocket, auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir)`},
 		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water, setup_wait, stall_timeout)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
 		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: budget_ms, config, on_error, plugin)`},
 		{"merge key", "limits: &l {max_calls: 5}\nauth:\n  <<: *l\n", "voxhost.yaml:3:3: ", "auth: merge keys (<<) are not supported"},
+		{"audiosocket on the call port", "listen: ':8080'\naudiosocket:\n  listen: ':8080'\n", "voxhost.yaml:3:11: ", `audiosocket.listen: ":8080" is also another listener's address`},
+		{"audiosocket route", "pipelines:\n  main: [{plugin: gain}]\naudiosocket:\n  listen: 127.0.0.1:9092\n  pipeline: mian\n", "voxhost.yaml:5:13: ", `audiosocket.pipeline: unknown pipeline "mian"`},
 
 		// Wrong types.
 		{"top level not a mapping", "- listen\n", "voxhost.yaml:1:1: ", "want a mapping, got sequence"},
@@ -110,10 +112,10 @@ func TestErrors(t *testing.T) {
 		{"missing url", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    upstream:\n      protocol: twilio\n", "voxhost.yaml:5:7: ", "pipelines.bot.upstream.url: missing; give the bot's ws:// or wss:// URL"},
 		{"http url", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    upstream:\n      url: https://bot.example.com/ws\n", "voxhost.yaml:5:12: ", `pipelines.bot.upstream.url: upstream url "https://bot.example.com/ws": scheme must be ws or wss, not "https"`},
 		{"unknown placeholder", "pipelines:\n  bot:\n    inbound: [{plugin: gain}]\n    upstream:\n      url: wss://bot.example.com/{callid}\n", "voxhost.yaml:5:12: ", "unknown placeholder {callid}"},
-		{"unknown codec", relay + "      protocol: twilio\n      codec: opus\n", "voxhost.yaml:7:14: ", `pipelines.bot.upstream.codec: unknown codec "opus" (want mulaw or l16)`},
+		{"unknown codec", relay + "      protocol: twilio\n      codec: opus\n", "voxhost.yaml:7:14: ", `pipelines.bot.upstream.codec: unknown codec "opus" (want mulaw, alaw or l16)`},
 		{"rate for the codec", relay + "      protocol: twilio\n      codec: mulaw\n      rate: 16000\n", "voxhost.yaml:8:13: ", "pipelines.bot.upstream.rate: μ-law is carried at 8000 Hz only, not 16000"},
-		{"codec for the protocol", relay + "      protocol: twilio\n      codec: l16\n", "voxhost.yaml:7:14: ", "pipelines.bot.upstream.codec: protocol twilio cannot carry l16 16000 Hz"},
-		{"rate for the protocol", relay + "      protocol: twilio\n      codec: l16\n      rate: 8000\n", "voxhost.yaml:8:13: ", "pipelines.bot.upstream.rate: protocol twilio cannot carry l16 8000 Hz"},
+		{"codec for the protocol", relay + "      protocol: twilio\n      codec: l16\n", "voxhost.yaml:7:14: ", "pipelines.bot.upstream.codec: protocol twilio cannot carry 16 kHz L16"},
+		{"rate for the protocol", relay + "      protocol: twilio\n      codec: l16\n      rate: 8000\n", "voxhost.yaml:8:13: ", "pipelines.bot.upstream.rate: protocol twilio cannot carry 8 kHz L16"},
 		{"string rate", relay + "      protocol: twilio\n      rate: 8kHz\n", "voxhost.yaml:7:13: ", `pipelines.bot.upstream.rate: want an integer, got string "8kHz"`},
 		{"unknown option", relay + "      protocol: twilio\n      options: {voice: alloy}\n", "voxhost.yaml:7:17: ", `pipelines.bot.upstream.options: the twilio dialect takes no options (got "voice")`},
 		{"number option", relay + "      protocol: twilio\n      options: {temperature: 0.8}\n", "voxhost.yaml:7:30: ", `pipelines.bot.upstream.options.temperature: want a string, got float 0.8`},

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,10 +121,10 @@ type call struct {
 // timeouts close the socket from the watchdog instead.
 var ctx = context.Background()
 
-// newCall makes the call of request r; its conn is set once the upgrade
-// succeeds. An error is a query the protocol cannot start a stream from.
-func (s *Server) newCall(proto transport.Protocol, pipelineName string, r *http.Request) (*call, error) {
-	query := r.URL.Query()
+// newCall makes a call of proto from the query and the remote address it
+// came with; its conn is set once the connection is up. An error is a
+// query the protocol cannot start a stream from.
+func (s *Server) newCall(proto transport.Protocol, pipelineName string, query url.Values, remote string) (*call, error) {
 	sess, err := proto.NewSession(transport.SessionConfig{MaxFrameMs: s.opts.MaxFrameMs, Query: query})
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (s *Server) newCall(proto transport.Protocol, pipelineName string, r *http.
 		// parameters in its URL (handleCall bounded them).
 		c.params = queryParams(query)
 	}
-	c.log = s.log.With("call", c.id, "protocol", proto.Name(), "remote", r.RemoteAddr)
+	c.log = s.log.With("call", c.id, "protocol", proto.Name(), "remote", remote)
 	return c, nil
 }
 

@@ -260,7 +260,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.mux = http.NewServeMux()
 	for _, p := range transport.Protocols() {
-		s.mux.Handle("GET "+p.Path(), s.CallHandler(p))
+		if p.Path() != "" { // a protocol of its own TCP listener (ServeStream)
+			s.mux.Handle("GET "+p.Path(), s.CallHandler(p))
+		}
 	}
 	if s.metrics.gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{
@@ -547,21 +549,8 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			s.reject(w, http.StatusServiceUnavailable, why, msg)
 			return
 		}
-		released := false
-		release := func() {
-			if !released {
-				released = true
-				s.metrics.activeCalls.Dec()
-				if s.active.Add(-1) == 0 {
-					s.mu.Lock()
-					close(s.idle)
-					s.idle = make(chan struct{})
-					s.mu.Unlock()
-				}
-			}
-		}
-		defer release()
-		c, err := s.newCall(proto, name, r)
+		defer s.release()
+		c, err := s.newCall(proto, name, r.URL.Query(), r.RemoteAddr)
 		if err != nil {
 			s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
 			return
@@ -594,10 +583,26 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 		// message from one that fills the limit exactly.
 		conn.SetReadLimit(int64(s.opts.MaxMessageBytes) + 1)
 		c.conn = wsConn{conn}
-		s.track(c, true)
-		c.run()
-		s.track(c, false)
+		s.serve(c)
 	}
+}
+
+// release gives back the call slot admit reserved.
+func (s *Server) release() {
+	s.metrics.activeCalls.Dec()
+	if s.active.Add(-1) == 0 {
+		s.mu.Lock()
+		close(s.idle)
+		s.idle = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
+// serve runs a call whose connection is up, where a drain can find it.
+func (s *Server) serve(c *call) {
+	s.track(c, true)
+	c.run()
+	s.track(c, false)
 }
 
 func (s *Server) track(c *call, add bool) {

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/voxhost/voxhost/host/transport"
+)
+
+// streamConn is a caller leg over a byte stream (TCP) whose protocol
+// frames its own messages: Asterisk's AudioSocket.
+type streamConn struct {
+	c      net.Conn
+	r      *bufio.Reader
+	framer transport.Framer
+	once   sync.Once
+}
+
+func (s *streamConn) read(buf *[]byte, limit int) (transport.MessageType, []byte, error) {
+	typ, msg, err := s.framer.ReadMessage(s.r, buf, limit)
+	if errors.Is(err, io.EOF) {
+		err = errPeerClosed
+	}
+	var perr *transport.ProtocolError
+	if errors.As(err, &perr) && perr.Limit {
+		err = errTooBig
+	}
+	return typ, msg, err
+}
+
+func (s *streamConn) write(_ transport.MessageType, msg []byte) error {
+	_, err := s.c.Write(msg)
+	return err
+}
+
+// close ends the stream: the protocol's own end of call (a hang-up frame)
+// went out before, and a byte stream has no status to send.
+func (s *streamConn) close(websocket.StatusCode, string) { s.closeNow() }
+
+func (s *streamConn) closeNow() { s.once.Do(func() { _ = s.c.Close() }) }
+
+// ServeStream accepts the calls of proto, a protocol that frames its own
+// messages over a byte stream (transport.Framer: Asterisk's AudioSocket),
+// on l until ctx ends, each on the route named route ("" for the
+// default). Such a protocol has no authentication, origins or query: bind
+// l to an address only the PBX can reach. Calls are admitted, limited and
+// drained as WebSocket calls are; Serve's drain covers them.
+func (s *Server) ServeStream(ctx context.Context, l net.Listener, proto transport.Protocol, route string) error {
+	framer, ok := proto.(transport.Framer)
+	if !ok {
+		return fmt.Errorf("server: %s frames no messages of its own; it runs over WebSocket", proto.Name())
+	}
+	if route != "" {
+		if _, _, ok := s.route(route, 0); !ok {
+			names, _ := s.Routes()
+			return fmt.Errorf("server: unknown pipeline %q for %s (have %v)", route, proto.Name(), names)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		go s.serveStream(conn, framer, proto, route)
+	}
+}
+
+func (s *Server) serveStream(conn net.Conn, framer transport.Framer, proto transport.Protocol, route string) {
+	if why, ok := s.admit(); !ok {
+		// No status to send over a byte stream: the PBX sees the hang-up
+		// and the log and metric say why.
+		s.metrics.rejected.WithLabelValues(why).Inc()
+		s.log.Info("call refused", "protocol", proto.Name(), "remote", conn.RemoteAddr().String(), "reason", why)
+		_ = conn.Close()
+		return
+	}
+	defer s.release()
+	c, err := s.newCall(proto, route, nil, conn.RemoteAddr().String())
+	if err != nil {
+		s.log.Info("call refused", "protocol", proto.Name(), "remote", conn.RemoteAddr().String(), "err", err)
+		_ = conn.Close()
+		return
+	}
+	defer c.releaseSetup()
+	c.conn = &streamConn{c: conn, r: bufio.NewReaderSize(conn, initialReadBuffer), framer: framer}
+	s.serve(c)
+}
