@@ -24,7 +24,7 @@ build:
 run: build
 	./bin/voxhost serve
 
-## bench: the benchmark suite (about 2 minutes on 2 cores); writes BENCHMARKS.md.
+## bench: the benchmark suite (about 5 minutes on 2 cores); writes BENCHMARKS.md.
 bench: build
 	./bin/voxhost --cache-dir - bench report --out BENCHMARKS.md
 
