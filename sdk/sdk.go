@@ -28,4 +28,5 @@ import "embed"
 //go:embed assemblyscript/index.ts assemblyscript/assembly assemblyscript/package.json
 //go:embed assemblyscript/asconfig.plugin.json assemblyscript/plugin.mk assemblyscript/README.md
 //go:embed all:assemblyscript/template
+//go:embed go/*.go go/README.md all:go/template
 var Files embed.FS

@@ -82,6 +82,11 @@ var languages = []Language{
 			"assemblyscript/package.json", "assemblyscript/asconfig.plugin.json", "assemblyscript/plugin.mk",
 			"assemblyscript/README.md"},
 	},
+	{
+		ID: "go", Title: "Go", Source: "main.go", Toolchain: "Go 1.24 or later, GOOS=wasip1",
+		Tools: []string{"make", "go"}, templates: []string{"go/template"},
+		sdkDir: "go", files: []string{"go/*.go", "go/README.md"},
+	},
 }
 
 // Languages lists the languages, in the order `plugin new --help` names them.

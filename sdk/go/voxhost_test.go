@@ -247,3 +247,62 @@ func TestProcessDoesNotAllocate(t *testing.T) {
 		t.Fatalf("vox_process allocates %v times", n)
 	}
 }
+
+func TestAppendScaledAndFixed(t *testing.T) {
+	for _, c := range []struct {
+		v        int64
+		decimals int
+		want     string
+	}{{-1234, 2, "-12.34"}, {5, 3, "0.005"}, {-5, 2, "-0.05"}, {0, 2, "0.00"}, {42, 0, "42"},
+		{math.MinInt64, 0, "-9223372036854775808"}, {math.MaxInt64, 18, "9.223372036854775807"}} {
+		if got := string(AppendScaled(nil, c.v, c.decimals)); got != c.want {
+			t.Errorf("AppendScaled(%d, %d) = %s, want %s", c.v, c.decimals, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		v        float64
+		decimals int
+		want     string
+	}{{-3.14159, 2, "-3.14"}, {2.5, 0, "3"}, {-2.5, 0, "-3"}, {0.125, 2, "0.13"}, {-0.004, 2, "0.00"},
+		{math.Copysign(0, -1), 1, "0.0"}, {1.005, 2, "1.00"}, {123456.789, 9, "123456.789000000"},
+		{math.NaN(), 2, "null"}, {math.Inf(-1), 2, "null"}, {1e18, 0, "null"}, {-6.0206, 2, "-6.02"}} {
+		if got := string(AppendFixed(nil, c.v, c.decimals)); got != c.want {
+			t.Errorf("AppendFixed(%v, %d) = %s, want %s", c.v, c.decimals, got, c.want)
+		}
+	}
+	buf := make([]byte, 0, 32)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendFixed(AppendScaled(buf[:0], 123, 1), -1.5, 3) }); n != 0 {
+		t.Errorf("%v allocations, want none", n)
+	}
+}
+
+func TestDecibels(t *testing.T) {
+	if g := DBToGain(-6); math.Abs(g-0.501187233627) > 1e-12 {
+		t.Errorf("DBToGain(-6) = %v", g)
+	}
+	if db := GainToDB(0.5); math.Abs(db+6.020599913279) > 1e-12 {
+		t.Errorf("GainToDB(0.5) = %v", db)
+	}
+	if !math.IsInf(GainToDB(0), -1) || DBToGain(0) != 1 || GainToDB(1) != 0 {
+		t.Error("0 dB is a gain of 1, a gain of 0 is -Inf dB")
+	}
+}
+
+func TestUnknownAndCheckKeys(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"gain_db":-6,"mode":"x","nested":{"q":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := c.UnknownKey("gain_db", "mode", "nested"); ok {
+		t.Errorf("UnknownKey found %q among the allowed", k)
+	}
+	if k, ok := c.UnknownKey("gain_db"); !ok || k != "mode" {
+		t.Errorf("UnknownKey = %q, %v, want mode", k, ok)
+	}
+	if err := c.CheckKeys("gain_db", "nested"); err == nil || err.Error() != `unknown config key "mode"` {
+		t.Errorf("CheckKeys = %v", err)
+	}
+	if err := c.CheckKeys(c.Keys()...); err != nil {
+		t.Error(err)
+	}
+}
