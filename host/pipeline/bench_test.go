@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
@@ -149,4 +150,19 @@ func residentBytes(b *testing.B) int64 {
 		b.Fatal(err)
 	}
 	return resident * int64(os.Getpagesize())
+}
+
+// BenchmarkSampledTiming runs four passthrough plugins with no frame
+// timed and with one in 64 timed stage by stage (the server's default):
+// the difference is what the live per-plugin cost costs.
+func BenchmarkSampledTiming(b *testing.B) {
+	frame := signal.Speech(8000, 0.02)
+	for _, every := range []int{0, 64} {
+		b.Run(fmt.Sprintf("every=%d", every), func(b *testing.B) {
+			c := newCatalog(b)
+			p := build(b, c, "passthrough | passthrough | passthrough | passthrough", pipeline.CallConfig{})
+			p.Sample(every, func(int, time.Duration) {})
+			benchPipeline(b, p, frame, 4)
+		})
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/voxhost/voxhost/abi"
 )
@@ -59,6 +61,47 @@ type Pipeline struct {
 	// scratch carries a frame when no stage after a bypassed one is left.
 	scratch []byte
 	onFault func(Fault)
+
+	// Sampled timing: one frame in sampleEvery is timed stage by stage,
+	// so the hop stays clock-free on the others.
+	frames      uint64
+	sampleEvery uint64
+	onSample    func(stage int, d time.Duration)
+	costs       []stageCost
+}
+
+// stageCost accumulates a stage's sampled time; other goroutines read it
+// (Costs), so it is atomic.
+type stageCost struct{ ns, samples atomic.Int64 }
+
+// StageCost is what the sampled timing says of one stage.
+type StageCost struct {
+	// Name is the stage's name.
+	Name string `json:"plugin"`
+	// Samples is how many frames were timed.
+	Samples int64 `json:"samples"`
+	// MeanNs is the mean time of a timed frame in the stage, in ns.
+	MeanNs float64 `json:"mean_ns"`
+}
+
+// Sample makes the pipeline time one frame in every (0 stops it), stage
+// by stage, and tell onSample (which may be nil) of each stage's time.
+// Set it before the first frame.
+func (p *Pipeline) Sample(every int, onSample func(stage int, d time.Duration)) {
+	p.sampleEvery, p.onSample = uint64(max(every, 0)), onSample
+}
+
+// Costs returns each stage's sampled time so far. It is safe to call from
+// any goroutine while the pipeline runs.
+func (p *Pipeline) Costs() []StageCost {
+	out := make([]StageCost, len(p.stages))
+	for i, s := range p.stages {
+		out[i] = StageCost{Name: s.Name(), Samples: p.costs[i].samples.Load()}
+		if out[i].Samples > 0 {
+			out[i].MeanNs = float64(p.costs[i].ns.Load()) / float64(out[i].Samples)
+		}
+	}
+	return out
 }
 
 // New chains stages whose rates agree. policies gives each stage's policy
@@ -81,6 +124,7 @@ func New(stages []Stage, policies []Policy, onFault func(Fault)) (*Pipeline, err
 		bypassed: make([]bool, len(stages)),
 		scratch:  make([]byte, capacity),
 		onFault:  onFault,
+		costs:    make([]stageCost, len(stages)),
 	}
 	copy(p.policies, policies)
 	return p, nil
@@ -104,19 +148,28 @@ func (p *Pipeline) Bypassed(i int) bool { return p.bypassed[i] }
 // it is empty when a stage swallowed the frame. An error means a stage with
 // the EndCall policy failed.
 func (p *Pipeline) Process(src Filler) ([]byte, error) {
+	p.frames++
+	timed := p.sampleEvery != 0 && p.frames%p.sampleEvery == 0
 	first := p.nextActive(0)
 	n := src.Fill(p.bufferOf(first))
-	return p.run(first, n, nil, src)
+	return p.run(first, n, nil, src, timed)
 }
 
 // run carries n bytes that sit in stage i's buffer through stages i onward.
 // from is the buffer the input was copied out of (nil: it came from src),
 // kept so that a stage that fails mid-frame can be bypassed without losing
 // the frame.
-func (p *Pipeline) run(i, n int, from []byte, src Filler) ([]byte, error) {
+func (p *Pipeline) run(i, n int, from []byte, src Filler, timed bool) ([]byte, error) {
 	for i < len(p.stages) {
 		s := p.stages[i]
+		var t0 time.Time
+		if timed {
+			t0 = time.Now()
+		}
 		out, err := s.Process(n / abi.SampleBytes)
+		if timed {
+			p.timed(i, time.Since(t0))
+		}
 		if err == nil && out*abi.SampleBytes > len(s.Buffer()) {
 			err = fmt.Errorf("stage %s returned %d samples, more than its buffer holds", s.Name(), out)
 		}
@@ -150,6 +203,15 @@ func (p *Pipeline) run(i, n int, from []byte, src Filler) ([]byte, error) {
 		from, i = view, next
 	}
 	return p.scratch[:n], nil
+}
+
+// timed records a sampled stage time.
+func (p *Pipeline) timed(i int, d time.Duration) {
+	p.costs[i].ns.Add(int64(d))
+	p.costs[i].samples.Add(1)
+	if p.onSample != nil {
+		p.onSample(i, d)
+	}
 }
 
 // fault takes stage i out of the chain, or returns the error that ends the
@@ -235,7 +297,7 @@ func (p *Pipeline) Flush(out func(pcm []byte) error) error {
 			continue
 		}
 		n := copy(p.stages[next].Buffer(), tail)
-		pcm, err := p.run(next, n, tail, &PCM{Frame: tail})
+		pcm, err := p.run(next, n, tail, &PCM{Frame: tail}, false)
 		if err != nil {
 			return err
 		}

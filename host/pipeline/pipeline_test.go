@@ -337,3 +337,41 @@ func TestUnknownPluginNamesTheChoices(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestSampledTiming times one frame in four: each stage must have a
+// quarter of the frames timed, onSample must hear of each, and a frame
+// must still allocate nothing.
+func TestSampledTiming(t *testing.T) {
+	slow := func(buf []byte, samples int) int {
+		time.Sleep(time.Microsecond)
+		return samples
+	}
+	p, err := pipeline.New([]pipeline.Stage{pipeline.NewNative("a", 8000, 320, pipeline.Passthrough), pipeline.NewNative("b", 8000, 320, slow)}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make([]int, 2)
+	p.Sample(4, func(stage int, d time.Duration) {
+		if d <= 0 {
+			t.Errorf("stage %d timed at %v", stage, d)
+		}
+		heard[stage]++
+	})
+	src := &pipeline.PCM{Frame: make([]byte, 320)}
+	for range 16 {
+		if _, err := p.Process(src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	costs := p.Costs()
+	if costs[0].Samples != 4 || costs[1].Samples != 4 || heard[0] != 4 || heard[1] != 4 {
+		t.Fatalf("16 frames sampled one in four: costs %+v, onSample heard %v", costs, heard)
+	}
+	if costs[0].Name != "a" || costs[1].MeanNs < 1000 || costs[1].MeanNs < costs[0].MeanNs {
+		t.Fatalf("costs %+v: stage b sleeps a microsecond per frame", costs)
+	}
+	p.Sample(4, nil)
+	if allocs := testing.AllocsPerRun(100, func() { p.Process(src) }); allocs != 0 {
+		t.Fatalf("%v allocations per frame with sampling on", allocs)
+	}
+}

@@ -97,7 +97,11 @@ type call struct {
 
 	// frames counts the caller's audio frames; the watchdog reads it to
 	// tell an idle caller, so the frame path reads no clock for it.
-	frames  atomic.Uint64
+	frames atomic.Uint64
+	// view is what Calls shows once the stream started; summaryID is the
+	// call's id when it came in (the start message may rename it).
+	view      atomic.Pointer[callView]
+	summaryID string
 	audioMs int64
 	started time.Time
 	watch   *watchdog
@@ -144,6 +148,7 @@ func (s *Server) newCall(proto transport.Protocol, pipelineName string, query ur
 	if id := query.Get("call_id"); id != "" {
 		c.id = id // handleCall has refused one that breaks transport.CheckID
 	}
+	c.summaryID = c.id
 	if proto.StartsOnConnect() {
 		// A protocol without a start message carries the call's custom
 		// parameters in its URL (handleCall bounded them).
@@ -348,6 +353,13 @@ func (c *call) start(start *transport.Start) error {
 		mode = "relay to " + c.bot.u.Dialect.Name()
 	}
 	c.log.Info("call started", "pipeline", route.Name, "mode", mode)
+	c.sample(c.in)
+	c.sample(c.out)
+	v := &callView{route: route.Name, format: c.format.String(), in: c.in, out: c.out}
+	if c.bot != nil {
+		v.upstream = c.bot.u.Dialect.Name()
+	}
+	c.view.Store(v)
 	if err := c.announce(start, info); err != nil {
 		return err
 	}

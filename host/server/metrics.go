@@ -4,6 +4,8 @@ import (
 	"regexp"
 
 	"github.com/voxhost/voxhost/abi"
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,6 +27,7 @@ type metrics struct {
 	rejected      *prometheus.CounterVec
 	malformed     *prometheus.CounterVec
 	pluginEvents  *prometheus.CounterVec
+	emitsDropped  *prometheus.CounterVec
 	instancesLive prometheus.GaugeFunc
 	callSeconds   *prometheus.HistogramVec
 	capacity      prometheus.Gauge
@@ -39,6 +42,7 @@ type metrics struct {
 	overflows        prometheus.Counter
 	marks            *prometheus.CounterVec
 	bargeIns         *prometheus.CounterVec
+	pluginFrame      *prometheus.HistogramVec
 }
 
 // Directions of a relayed call, as the direction label spells them.
@@ -96,6 +100,9 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		pluginEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxhost_plugin_events_total", Help: "Events emitted by plugins, by plugin and name (the well-known names, plugin_error for a failure, other for the rest).",
 		}, []string{"plugin", "name"}),
+		emitsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxhost_plugin_emits_dropped_total", Help: "Emits the host dropped instead of sending on (ABI.md §4), by plugin and reason (rate_limited, bad_name, oversize_data, out_of_bounds, invalid_data); counted when the call ends.",
+		}, []string{"plugin", "reason"}),
 	}
 	m.callSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "voxhost_call_duration_seconds",
@@ -154,9 +161,15 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	m.bargeIns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_barge_ins_total", Help: "Playout queues emptied on barge-in, by who asked: plugin (a clear event on the inbound path) or bot.",
 	}, []string{"source"})
+	m.pluginFrame = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "voxhost_plugin_frame_seconds",
+		Help:    "Time of one frame in one plugin, sampled (one frame in sample_every per call), by plugin.",
+		Buckets: prometheus.ExponentialBuckets(1e-7, 2.5, 14),
+	}, []string{"plugin"})
+	m.registry.MustRegister(m.pluginFrame)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
-		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.instancesLive, m.shed, m.setupWait)
+		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)
 	if own {
 		// A program that passes its own Registerer has its own Go and
 		// process collectors; registering them twice would panic.
@@ -168,6 +181,19 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
+}
+
+// countDroppedEmits adds what the host dropped from p's plugins during a
+// call, read once at its end rather than on every drop: the frame path
+// touches no metric for it.
+func (m *metrics) countDroppedEmits(p *pipeline.Pipeline) {
+	p.EachDroppedEmits(func(name string, drops plugin.EmitDrops) {
+		for r, n := range drops {
+			if n > 0 {
+				m.emitsDropped.WithLabelValues(name, plugin.DropReason(r).String()).Add(float64(n))
+			}
+		}
+	})
 }
 
 // faultEvent is the event the host sends a client when a plugin fails.

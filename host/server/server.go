@@ -123,6 +123,10 @@ type Options struct {
 	// message the host is writing to it for this long (a peer that stopped
 	// reading); 0 means DefaultStallTimeout.
 	StallTimeout time.Duration
+	// SampleEvery is how often a call's frame is timed plugin by plugin
+	// (voxhost_plugin_frame_seconds, Calls): one frame in SampleEvery.
+	// 0 means DefaultSampleEvery; NoSampling turns it off.
+	SampleEvery int
 }
 
 // Defaults for the zero values of Options.
@@ -137,6 +141,13 @@ const (
 	DefaultStallTimeout    = 5 * time.Second
 	// NoSendAhead as Options.SendAhead paces callers that buffer too.
 	NoSendAhead time.Duration = -1
+	// DefaultSampleEvery times one frame in 64: a 4-plugin call reads the
+	// clock five times every 64 frames, about 2 ns a frame on average —
+	// within the noise of BenchmarkSampledTiming's 155 ns for four
+	// passthrough hops, and 0.05% of the stock DSP chain's 5.6 µs.
+	DefaultSampleEvery = 64
+	// NoSampling as Options.SampleEvery times no frame.
+	NoSampling = -1
 	// NoDrain as Options.DrainTimeout closes active calls as soon as a
 	// drain starts (a configured drain_timeout of 0).
 	NoDrain time.Duration = -1
@@ -209,6 +220,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	setDefault(&opts.SendAhead, DefaultSendAhead)
 	opts.SendAhead = max(opts.SendAhead, 0)
 	setDefault(&opts.StallTimeout, DefaultStallTimeout)
+	setDefault(&opts.SampleEvery, DefaultSampleEvery)
+	opts.SampleEvery = max(opts.SampleEvery, 0)
 	if opts.MaxSetups < 0 || opts.SetupWait < 0 {
 		return nil, fmt.Errorf("server: max set-ups (%d) and set-up wait (%v) must not be negative", opts.MaxSetups, opts.SetupWait)
 	}
