@@ -102,9 +102,9 @@ type call struct {
 	// call's id when it came in (the start message may rename it).
 	view      atomic.Pointer[callView]
 	summaryID string
-	audioMs int64
-	started time.Time
-	watch   *watchdog
+	audioMs   int64
+	started   time.Time
+	watch     *watchdog
 
 	// done is closed when the call ends; the relay's goroutines watch it.
 	done    chan struct{}
