@@ -84,3 +84,15 @@ func (d *Definition) Instantiate(ctx context.Context, cfg CallConfig) (*Pipeline
 	}
 	return p, nil
 }
+
+// EachDroppedEmits calls fn with the name of each plugin stage and the
+// emits the host dropped from it so far (plugin.Instance.DroppedEmits),
+// bypassed stages included. Call it after Close for a call's totals:
+// plugins may emit on call_end.
+func (p *Pipeline) EachDroppedEmits(fn func(plugin string, drops plugin.EmitDrops)) {
+	for _, s := range p.stages {
+		if in, ok := s.(*plugin.Instance); ok {
+			fn(in.Name(), in.DroppedEmits())
+		}
+	}
+}

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/tetratelabs/wazero/api"
@@ -73,38 +74,64 @@ func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 	in.logger.Log(ctx, lvl, string(msg), "plugin", in.plugin.name)
 }
 
+// hostEmit checks an emit in the order of DropReason and passes it to the
+// sink, or drops and counts it (ABI.md §4): the host never forwards what
+// the ABI forbids, so a sink can trust that the name is an identifier and
+// the data one JSON value.
 func hostEmit(ctx context.Context, m api.Module, stack []uint64) {
 	in := callerOf(ctx)
-	if in == nil || !in.admit() {
+	if in == nil {
 		return
 	}
 	namePtr, nameLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 	dataPtr, dataLen := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
-	if nameLen == 0 || nameLen > abi.MaxEmitNameLen || dataLen > abi.MaxEmitDataLen {
-		in.droppedHostCalls.Add(1)
+	if !in.admit() {
+		in.dropEmit(DropRateLimited, func() string {
+			return fmt.Sprintf("more than %d log and emit calls in one call into the plugin", MaxHostCallsPerCall)
+		})
 		return
 	}
-	name, ok1 := m.Memory().Read(namePtr, nameLen)
-	// ABI.md: with no data, data_ptr is ignored.
-	data, ok2 := []byte(nil), true
-	if dataLen > 0 {
-		data, ok2 = m.Memory().Read(dataPtr, dataLen)
+	if nameLen == 0 || nameLen > abi.MaxEmitNameLen {
+		in.dropEmit(DropBadName, func() string {
+			return fmt.Sprintf("a name of %d bytes; names are 1-%d bytes of [a-z0-9_.-]", nameLen, abi.MaxEmitNameLen)
+		})
+		return
 	}
-	if !ok1 || !ok2 || !validEventName(name) {
-		in.droppedHostCalls.Add(1)
+	if dataLen > abi.MaxEmitDataLen {
+		in.dropEmit(DropOversizeData, func() string {
+			return fmt.Sprintf("%d bytes of data; the most is %d", dataLen, abi.MaxEmitDataLen)
+		})
+		return
+	}
+	mem := m.Memory()
+	name, ok := mem.Read(namePtr, nameLen)
+	if !ok {
+		in.dropEmit(DropOutOfBounds, func() string {
+			return fmt.Sprintf("the name at %d+%d lies outside memory of %d bytes", namePtr, nameLen, mem.Size())
+		})
+		return
+	}
+	// ABI.md: with no data, data_ptr is ignored.
+	var data []byte
+	if dataLen > 0 {
+		if data, ok = mem.Read(dataPtr, dataLen); !ok {
+			in.dropEmit(DropOutOfBounds, func() string {
+				return fmt.Sprintf("the data of %q at %d+%d lies outside memory of %d bytes", name, dataPtr, dataLen, mem.Size())
+			})
+			return
+		}
+	}
+	if i := badNameByte(name); i >= 0 {
+		in.dropEmit(DropBadName, func() string {
+			return fmt.Sprintf("name %s has %q at byte %d; names are 1-%d bytes of [a-z0-9_.-]", excerpt(name), name[i], i, abi.MaxEmitNameLen)
+		})
+		return
+	}
+	if len(data) > 0 && !validData(data) {
+		in.dropEmit(DropInvalidData, func() string { return whyInvalidData(name, data) })
 		return
 	}
 	if in.sink != nil {
 		in.sink.Emit(in.plugin.name, string(name), append([]byte(nil), data...))
 	}
-}
-
-// validEventName admits the identifiers ABI.md allows: [a-z0-9_.-].
-func validEventName(name []byte) bool {
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

@@ -47,7 +47,7 @@ func (p *Plugin) Close(ctx context.Context) error { return p.compiled.Close(ctx)
 // configuration with a status code is not broken (it may need settings);
 // that is a warning.
 func (p *Plugin) probe(ctx context.Context, warnings *[]string) error {
-	in, err := p.instantiate(ctx, p.rt.budget)
+	in, err := p.instantiate(ctx, p.rt.budget, nil)
 	if err != nil {
 		return err
 	}
@@ -116,6 +116,10 @@ type Instance struct {
 	sink             Sink
 	logger           *slog.Logger
 	droppedHostCalls atomic.Uint64
+	// emitDrops counts dropped emits by reason (drops.go); firstDrops
+	// describes the first of each, which is also the one logged.
+	emitDrops  [NumDropReasons]atomic.Uint64
+	firstDrops [NumDropReasons]string
 	// hostCalls counts log and emit calls (and lines of output) during the
 	// current call into the plugin, to cap them at MaxHostCallsPerCall;
 	// outputBytes counts the bytes of stdout and stderr read, to cap them
@@ -153,7 +157,7 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 	if budget <= 0 {
 		budget = p.rt.budget
 	}
-	in, err := p.instantiate(ctx, budget)
+	in, err := p.instantiate(ctx, budget, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -167,9 +171,14 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 
 // instantiate makes an instance and runs its start function and
 // _initialize, under the init budget, which stays until Instantiate has
-// configured the instance.
-func (p *Plugin) instantiate(ctx context.Context, budget time.Duration) (*Instance, error) {
-	in := &Instance{plugin: p, stack: make([]uint64, 2), logger: p.rt.logger, inRate: abi.TelephonyRate, outRate: abi.TelephonyRate}
+// configured the instance. What they log goes to logger (nil: the
+// runtime's), the call's from the first line: a Go guest's runtime
+// start-up is where it says why it cannot run.
+func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *slog.Logger) (*Instance, error) {
+	if logger == nil {
+		logger = p.rt.logger
+	}
+	in := &Instance{plugin: p, stack: make([]uint64, 2), logger: logger, inRate: abi.TelephonyRate, outRate: abi.TelephonyRate}
 	in.budget = budget
 	in.limit = max(budget, p.rt.initBudget)
 	in.ctx = &callContext{Context: context.Background(), in: in}

@@ -130,6 +130,10 @@ func TestWASIOutputGoesToTheCallsLogger(t *testing.T) {
 	}
 	defer in.Close(ctx)
 	rtLogs.take()
+	// What _initialize printed is the call's too.
+	if got := callLogs.take(); len(got) != 2 || got[0] != "INFO plugin=wasi_hello.wasm hello" {
+		t.Fatalf("call logger got %q from set-up", got)
+	}
 	copy(in.Buffer(), "hi\n\n")
 	if _, err := in.Process(2); err != nil {
 		t.Fatal(err)
