@@ -29,4 +29,5 @@ import "embed"
 //go:embed assemblyscript/asconfig.plugin.json assemblyscript/plugin.mk assemblyscript/README.md
 //go:embed all:assemblyscript/template
 //go:embed go/*.go go/README.md all:go/template
+//go:embed wat/template.wat wat/voxhost.wat wat/wat.mk wat/README.md all:wat/template
 var Files embed.FS

@@ -1,10 +1,10 @@
 ;; tremolo — the example plugin of every voxhost SDK, by hand in WebAssembly
-;; text (examples/TREMOLO.md). No compiler, no SDK: every byte of the module
-;; is written here, including a small parser for the two config numbers and
-;; the JSON of the event it emits.
+;; text (examples/TREMOLO.md). No compiler: every byte of the module is
+;; written here, but for the SDK's JSON reader ($vox_find, $vox_number),
+;; which sdk/wat/voxhost.wat brings where the last line includes it.
 ;;
 ;; Config: {"rate_hz": 4, "depth": 0.5} (the defaults; 0.1..20 Hz, 0..1).
-;; Build:  wat2wasm tremolo.wat -o build/tremolo.wasm   (or: make)
+;; Build:  make   (sdk/wat/wat.mk: the SDK spliced in, then wat2wasm)
 ;;
 ;; Memory map (one page, min = max, never grows):
 ;;      16  "tremolo.key"                        event name, 11 bytes
@@ -12,6 +12,7 @@
 ;;      64  {"digit":"?","enabled":false}        event data, 29 bytes; the digit at +10
 ;;      96  "rate_hz", 104 "depth"               config keys
 ;;     128  log messages (3, each under 64 bytes)
+;;     768  the SDK's (voxhost.wat) scratch space and strings
 ;;    1024  the frame buffer, to the end of the page: 64512 bytes
 ;; The state lives in globals, not in memory, so it cannot overlap the buffer.
 (module
@@ -47,164 +48,6 @@
       (then (i32.const 0))
       (else (i32.const 1024))))
 
-  ;; ---- A minimal flat-JSON reader -----------------------------------------
-
-  ;; The first byte at or after $p that is not JSON white space (or $end).
-  (func $skip_ws (param $p i32) (param $end i32) (result i32)
-    (local $c i32)
-    (block $done
-      (loop $next
-        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
-        (local.set $c (i32.load8_u (local.get $p)))
-        (br_if $done (i32.eqz
-          (i32.or (i32.or (i32.eq (local.get $c) (i32.const 0x20)) (i32.eq (local.get $c) (i32.const 0x09)))
-                  (i32.or (i32.eq (local.get $c) (i32.const 0x0a)) (i32.eq (local.get $c) (i32.const 0x0d))))))
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        (br $next)))
-    (local.get $p))
-
-  ;; Finds the member $key ($klen bytes) at the top level of the JSON object
-  ;; at $json ($len bytes) and returns the address of its value, or -1.
-  ;; Every string followed by ':' is a key; nesting is tracked by counting
-  ;; brackets outside strings, so keys of inner objects do not match.
-  (func $find (param $json i32) (param $len i32) (param $key i32) (param $klen i32) (result i32)
-    (local $p i32) (local $end i32) (local $depth i32) (local $c i32)
-    (local $start i32) (local $stop i32) (local $k i32)
-    (local.set $p (local.get $json))
-    (local.set $end (i32.add (local.get $json) (local.get $len)))
-    (block $absent
-      (loop $scan
-        (br_if $absent (i32.ge_u (local.get $p) (local.get $end)))
-        (local.set $c (i32.load8_u (local.get $p)))
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        ;; { and [ open a level, } and ] close one; anything else but " is skipped.
-        (if (i32.eq (i32.or (local.get $c) (i32.const 0x20)) (i32.const 0x7b))       ;; '{' or '['
-          (then (local.set $depth (i32.add (local.get $depth) (i32.const 1))) (br $scan)))
-        (if (i32.eq (i32.or (local.get $c) (i32.const 0x20)) (i32.const 0x7d))       ;; '}' or ']'
-          (then (local.set $depth (i32.sub (local.get $depth) (i32.const 1))) (br $scan)))
-        (br_if $scan (i32.ne (local.get $c) (i32.const 0x22)))                        ;; '"'
-        ;; A string from $start to $stop; a backslash skips the byte after it.
-        (local.set $start (local.get $p))
-        (block $closed
-          (loop $char
-            (br_if $closed (i32.ge_u (local.get $p) (local.get $end)))
-            (local.set $c (i32.load8_u (local.get $p)))
-            (br_if $closed (i32.eq (local.get $c) (i32.const 0x22)))
-            (local.set $p (i32.add (local.get $p)
-              (select (i32.const 2) (i32.const 1) (i32.eq (local.get $c) (i32.const 0x5c)))))
-            (br $char)))
-        (local.set $stop (local.get $p))
-        ;; Not followed by ':': a string value, not a key. Scan on after it.
-        (local.set $p (call $skip_ws (i32.add (local.get $p) (i32.const 1)) (local.get $end)))
-        (br_if $absent (i32.ge_u (local.get $p) (local.get $end)))
-        (br_if $scan (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x3a)))       ;; ':'
-        (local.set $p (call $skip_ws (i32.add (local.get $p) (i32.const 1)) (local.get $end)))
-        ;; A key: is it ours, at the top level?
-        (br_if $scan (i32.ne (local.get $depth) (i32.const 1)))
-        (br_if $scan (i32.ne (i32.sub (local.get $stop) (local.get $start)) (local.get $klen)))
-        (local.set $k (i32.const 0))
-        (block $differ
-          (loop $cmp
-            (if (i32.ge_u (local.get $k) (local.get $klen))
-              (then (return (local.get $p))))                                         ;; a match
-            (br_if $differ (i32.ne (i32.load8_u (i32.add (local.get $start) (local.get $k)))
-                                   (i32.load8_u (i32.add (local.get $key) (local.get $k)))))
-            (local.set $k (i32.add (local.get $k) (i32.const 1)))
-            (br $cmp)))
-        (br $scan)))
-    (i32.const -1))
-
-  ;; Reads the JSON number at $p (before $end): -?digits(.digits)?([eE][+-]?digits)?.
-  ;; Returns NaN if there is none (a string, true, false, null...), which
-  ;; every range check then rejects. The digits are gathered into an exact
-  ;; integer (up to 18 significant ones) and the result is that integer times
-  ;; or divided by a power of ten. With at most 15 significant digits and a
-  ;; power of at most 10^22 both operands are exact and the one operation
-  ;; rounds correctly: the same double every JSON library reads, for numbers
-  ;; such as 0.8 or 4.5. Beyond that the result may be off by an ulp.
-  (func $number (param $p i32) (param $end i32) (result f64)
-    (local $c i32) (local $neg i32) (local $mant i64) (local $sig i32) (local $digits i32)
-    (local $e10 i32) (local $exp i32) (local $eneg i32) (local $pow f64) (local $v f64)
-    (if (i32.and (i32.lt_u (local.get $p) (local.get $end))
-                 (i32.eq (i32.load8_u (local.get $p)) (i32.const 0x2d)))             ;; '-'
-      (then (local.set $neg (i32.const 1))
-            (local.set $p (i32.add (local.get $p) (i32.const 1)))))
-    ;; Integer part. Digits past the 18th only scale the value by ten.
-    (block $done
-      (loop $int
-        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
-        (local.set $c (i32.sub (i32.load8_u (local.get $p)) (i32.const 0x30)))
-        (br_if $done (i32.ge_u (local.get $c) (i32.const 10)))
-        (if (i32.lt_u (local.get $sig) (i32.const 18))
-          (then (local.set $mant (i64.add (i64.mul (local.get $mant) (i64.const 10))
-                                          (i64.extend_i32_u (local.get $c))))
-                (if (i32.or (local.get $sig) (local.get $c))                          ;; leading zeros are not significant
-                  (then (local.set $sig (i32.add (local.get $sig) (i32.const 1))))))
-          (else (local.set $e10 (i32.add (local.get $e10) (i32.const 1)))))
-        (local.set $digits (i32.add (local.get $digits) (i32.const 1)))
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        (br $int)))
-    ;; Fraction. Each kept digit divides the result by ten once more.
-    (if (i32.and (i32.lt_u (local.get $p) (local.get $end))
-                 (i32.eq (i32.load8_u (local.get $p)) (i32.const 0x2e)))             ;; '.'
-      (then
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        (block $done
-          (loop $frac
-            (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
-            (local.set $c (i32.sub (i32.load8_u (local.get $p)) (i32.const 0x30)))
-            (br_if $done (i32.ge_u (local.get $c) (i32.const 10)))
-            (if (i32.lt_u (local.get $sig) (i32.const 18))
-              (then (local.set $mant (i64.add (i64.mul (local.get $mant) (i64.const 10))
-                                              (i64.extend_i32_u (local.get $c))))
-                    (local.set $e10 (i32.sub (local.get $e10) (i32.const 1)))
-                    (if (i32.or (local.get $sig) (local.get $c))
-                      (then (local.set $sig (i32.add (local.get $sig) (i32.const 1)))))))
-            (local.set $digits (i32.add (local.get $digits) (i32.const 1)))
-            (local.set $p (i32.add (local.get $p) (i32.const 1)))
-            (br $frac)))))
-    (if (i32.eqz (local.get $digits))
-      (then (return (f64.const nan))))
-    ;; Exponent, capped so that the count cannot overflow (10^999 is inf anyway).
-    (if (i32.and (i32.lt_u (local.get $p) (local.get $end))
-                 (i32.eq (i32.or (i32.load8_u (local.get $p)) (i32.const 0x20)) (i32.const 0x65)))  ;; 'e' or 'E'
-      (then
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        (if (i32.lt_u (local.get $p) (local.get $end))
-          (then
-            (local.set $c (i32.load8_u (local.get $p)))
-            (if (i32.or (i32.eq (local.get $c) (i32.const 0x2d)) (i32.eq (local.get $c) (i32.const 0x2b)))  ;; '-' '+'
-              (then (local.set $eneg (i32.eq (local.get $c) (i32.const 0x2d)))
-                    (local.set $p (i32.add (local.get $p) (i32.const 1)))))))
-        (block $done
-          (loop $exp
-            (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
-            (local.set $c (i32.sub (i32.load8_u (local.get $p)) (i32.const 0x30)))
-            (br_if $done (i32.ge_u (local.get $c) (i32.const 10)))
-            (if (i32.lt_u (local.get $exp) (i32.const 1000))
-              (then (local.set $exp (i32.add (i32.mul (local.get $exp) (i32.const 10)) (local.get $c)))))
-            (local.set $p (i32.add (local.get $p) (i32.const 1)))
-            (br $exp)))
-        (local.set $e10 (i32.add (local.get $e10)
-          (select (i32.sub (i32.const 0) (local.get $exp)) (local.get $exp) (local.get $eneg))))))
-    ;; value = mant * 10^e10, or mant / 10^-e10; zero stays zero (0e999 is 0, not 0 * inf).
-    (if (i64.eqz (local.get $mant))
-      (then (return (select (f64.const -0) (f64.const 0) (local.get $neg)))))
-    (local.set $v (f64.convert_i64_u (local.get $mant)))
-    (local.set $pow (f64.const 1))
-    (local.set $exp (select (i32.sub (i32.const 0) (local.get $e10)) (local.get $e10)
-                            (i32.lt_s (local.get $e10) (i32.const 0))))
-    (block $done
-      (loop $scale
-        (br_if $done (i32.eqz (local.get $exp)))
-        (local.set $pow (f64.mul (local.get $pow) (f64.const 10)))
-        (local.set $exp (i32.sub (local.get $exp) (i32.const 1)))
-        (br $scale)))
-    (local.set $v (if (result f64) (i32.lt_s (local.get $e10) (i32.const 0))
-      (then (f64.div (local.get $v) (local.get $pow)))
-      (else (f64.mul (local.get $v) (local.get $pow)))))
-    (select (f64.neg (local.get $v)) (local.get $v) (local.get $neg)))
-
   ;; ---- The ABI exports ----------------------------------------------------
 
   ;; The config JSON is at 1024, $len bytes. An absent key keeps its default;
@@ -213,17 +56,17 @@
     (local $at i32) (local $rate f64) (local $depth f64)
     (local.set $rate (f64.const 4))
     (local.set $depth (f64.const 0.5))
-    (local.set $at (call $find (i32.const 1024) (local.get $len) (i32.const 96) (i32.const 7)))
+    (local.set $at (call $vox_find (i32.const 1024) (local.get $len) (i32.const 96) (i32.const 7)))
     (if (i32.ge_s (local.get $at) (i32.const 0))
-      (then (local.set $rate (call $number (local.get $at) (i32.add (i32.const 1024) (local.get $len))))))
+      (then (local.set $rate (call $vox_number (local.get $at) (i32.add (i32.const 1024) (local.get $len))))))
     ;; not (0.1 <= rate <= 20): written so that NaN fails too.
     (if (i32.eqz (i32.and (f64.ge (local.get $rate) (f64.const 0.1))
                           (f64.le (local.get $rate) (f64.const 20))))
       (then (call $log (i32.const 3) (i32.const 128) (i32.const 50))              ;; 3 = error
             (return (i32.const -2))))                                               ;; StatusBadConfig
-    (local.set $at (call $find (i32.const 1024) (local.get $len) (i32.const 104) (i32.const 5)))
+    (local.set $at (call $vox_find (i32.const 1024) (local.get $len) (i32.const 104) (i32.const 5)))
     (if (i32.ge_s (local.get $at) (i32.const 0))
-      (then (local.set $depth (call $number (local.get $at) (i32.add (i32.const 1024) (local.get $len))))))
+      (then (local.set $depth (call $vox_number (local.get $at) (i32.add (i32.const 1024) (local.get $len))))))
     (if (i32.eqz (i32.and (f64.ge (local.get $depth) (f64.const 0))
                           (f64.le (local.get $depth) (f64.const 1))))
       (then (call $log (i32.const 3) (i32.const 192) (i32.const 45))
@@ -301,4 +144,6 @@
     (call $emit (i32.const 16) (i32.const 11)
                 (local.get $data) (select (i32.const 28) (i32.const 29) (global.get $enabled)))
     (i32.const 0))
+
+  ;; @include voxhost.wat
 )

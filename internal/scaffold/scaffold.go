@@ -53,6 +53,9 @@ type Language struct {
 	// shared voxhost.mk goes there too. Tests (_test.go) are left out.
 	sdkDir string
 	files  []string
+	// extra are more template files, by their path in sdk.Files, and the
+	// path each takes in the project (WAT's template is the SDK's template.wat).
+	extra map[string]string
 }
 
 // SDKDir is the directory of the project the SDK is copied into.
@@ -86,6 +89,12 @@ var languages = []Language{
 		ID: "go", Title: "Go", Source: "main.go", Toolchain: "Go 1.24 or later, GOOS=wasip1",
 		Tools: []string{"make", "go"}, templates: []string{"go/template"},
 		sdkDir: "go", files: []string{"go/*.go", "go/README.md"},
+	},
+	{
+		ID: "wat", Title: "WebAssembly text", Source: "__NAME__.wat", Toolchain: "wat2wasm (wabt) and sed",
+		Tools: []string{"make", "wat2wasm", "sed"}, templates: []string{"wat/template"},
+		sdkDir: "wat", files: []string{"wat/voxhost.wat", "wat/wat.mk", "wat/README.md"},
+		extra: map[string]string{"wat/template.wat": "__NAME__.wat"},
 	},
 }
 
@@ -207,6 +216,15 @@ func (l Language) render(name string) (map[string][]byte, error) {
 			return put(rel, []byte(r.Replace(string(data))))
 		})
 		if err != nil {
+			return nil, err
+		}
+	}
+	for from, to := range l.extra {
+		data, err := sdk.Files.ReadFile(from)
+		if err != nil {
+			return nil, err
+		}
+		if err := put(r.Replace(to), []byte(r.Replace(string(data)))); err != nil {
 			return nil, err
 		}
 	}

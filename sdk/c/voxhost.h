@@ -222,15 +222,31 @@ static inline int32_t vox_config_string(const char *json, int32_t len, const cha
     return n;
 }
 
-/* e^x in double precision, without libm: range reduction by ln 2, then Taylor. */
+/* e^x without libm, within 1 unit in the last place (fdlibm's algorithm,
+ * as the Rust and WAT SDKs: x = k ln2 + r with ln 2 in two parts, then a
+ * rational approximation of e^r); +inf above 709.78, 0 below -745.13. */
 static inline double vox_exp(double x) {
-    const double ln2 = 0.69314718055994530942;
-    int k = (int)(x / ln2 + (x < 0 ? -0.5 : 0.5));
-    double r = x - k * ln2, term = 1, sum = 1;
-    for (int n = 1; n < 20; n++) { term *= r / n; sum += term; }
-    while (k > 0) { sum *= 2; k--; }
-    while (k < 0) { sum /= 2; k++; }
-    return sum;
+    union { double d; uint64_t u; } p2;
+    double hi = x, lo = 0, r, rr, c, y;
+    int k = 0;
+    if (x != x) return x;
+    if (x > 709.782712893383973096) return __builtin_inf();
+    if (x < -745.13321910194110842) return 0;
+    if (__builtin_fabs(x) < 3.725290298461914e-9) return 1 + x;
+    if (__builtin_fabs(x) >= 0.34657359027997264) { /* ln2 / 2 */
+        k = (int)(x * 1.44269504088896338700 + (x < 0 ? -0.5 : 0.5));
+        hi = x - k * 6.93147180369123816490e-01;
+        lo = k * 1.90821492927058770002e-10;
+    }
+    r = hi - lo;
+    rr = r * r;
+    c = r - rr * (1.66666666666666019037e-01 + rr * (-2.77777777770155933842e-03 + rr * (6.61375632143793436117e-05 +
+        rr * (-1.65339022054652515390e-06 + rr * 4.13813679705723846039e-08))));
+    y = 1 + (r * c / (2 - c) - lo + hi);
+    if (k > 1023) { y *= 8.98846567431157953865e307; k -= 1023; }  /* 2^1023 */
+    if (k < -1022) { y *= 2.22507385850720138309e-308; k += 1022; } /* 2^-1022 */
+    p2.u = (uint64_t)(k + 1023) << 52;
+    return y * p2.d;
 }
 
 /* Converts decibels to a linear amplitude factor: 10^(db/20). */
