@@ -214,13 +214,20 @@ func host(tb testing.TB) *catalog.Catalog {
 	return hostCat
 }
 
-// wasmPath is the language's build, or a skip (a failure under make test)
-// when it has not been built.
+// wasmPath is the language's build of the tremolo, or a skip (a failure
+// under make test) when it has not been built.
 func wasmPath(tb testing.TB, lang string) string {
 	tb.Helper()
-	path := filepath.Join(lang, "build", "tremolo.wasm")
+	return examplePath(tb, lang, "tremolo")
+}
+
+// examplePath is the language's build of the example plugin name, or a skip
+// (a failure under make test) when it has not been built.
+func examplePath(tb testing.TB, lang, name string) string {
+	tb.Helper()
+	path := filepath.Join(lang, "build", name+".wasm")
 	if _, err := os.Stat(path); err != nil {
-		msg := fmt.Sprintf("examples/%s/build/tremolo.wasm missing: run make examples", lang)
+		msg := fmt.Sprintf("examples/%s/build/%s.wasm missing: run make examples", lang, name)
 		if os.Getenv(requiredEnv) == "1" {
 			tb.Fatal(msg)
 		}
