@@ -271,3 +271,27 @@ func TestClipperBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestCppConstructorRunsOnce: the C++ clipper's global object has a
+// constructor that logs. The C SDK's _initialize must run it exactly once
+// per instance: not at all, and its threshold would be 0; in every export
+// (wasm-ld's way without _initialize), and its state would start over on
+// every call.
+func TestCppConstructorRunsOnce(t *testing.T) {
+	path := examplePath(t, "cpp", "clipper")
+	logs := &logRecorder{}
+	c, err := startCall(t, definitionAt(t, "clipper-cpp", path, nil, `{"threshold_db":-3}`), 8000, slog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.runClip(t, clipInput()[:1600], []int{frameSamples})
+	n := 0
+	for _, r := range logs.lines {
+		if r.Message == "clipper: constructed" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the constructor ran %d times in one call, want once", n)
+	}
+}
