@@ -10,8 +10,9 @@ WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat)
 C_SOURCES := $(wildcard plugins/*/*.c)
 WASM := $(WAT_SOURCES:.wat=.wasm) $(C_SOURCES:.c=.wasm)
 # Plugins in other languages build through their own Makefile, which writes
-# plugins/NAME/NAME.wasm.
-SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile))
+# plugins/NAME/NAME.wasm; so do test fixtures in them, host/PKG/testdata/NAME/NAME.wasm
+# (an AssemblyScript plugin that runs out of memory, for plugin test's soak).
+SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile host/*/testdata/*/Makefile))
 ALL_WASM := $(WASM) $(foreach d,$(SUBMAKE_PLUGINS),$(d)/$(notdir $(d)).wasm)
 
 .PHONY: all build run bench test fuzz toolchains plugins examples check-plugins vet fmt-check gotest clean

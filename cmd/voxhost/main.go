@@ -19,10 +19,19 @@ import (
 	"github.com/voxhost/voxhost/host/plugin"
 )
 
-// exitError carries an exit code without printing anything more.
-type exitError struct{ code int }
+// exitError carries an exit code, and a line for main to print when msg
+// is set (the command has printed its report otherwise).
+type exitError struct {
+	code int
+	msg  string
+}
 
-func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+func (e exitError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return fmt.Sprintf("exit %d", e.code)
+}
 
 func main() {
 	ctx, stop := signalContext()
@@ -31,6 +40,9 @@ func main() {
 	var exit exitError
 	switch {
 	case errors.As(err, &exit):
+		if exit.msg != "" {
+			fmt.Fprintln(os.Stderr, "voxhost:", exit.msg)
+		}
 		os.Exit(exit.code)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "voxhost:", err)

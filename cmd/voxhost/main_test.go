@@ -67,35 +67,37 @@ func TestRunWritesEventsAsJSONLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var kinds []string
+	var names []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
+		// The members of the raw protocol's events: "name", not "kind".
 		var e struct {
 			TimeMs int             `json:"t_ms"`
 			Plugin string          `json:"plugin"`
-			Kind   string          `json:"kind"`
+			Name   string          `json:"name"`
 			Data   json.RawMessage `json:"data"`
 			Error  string          `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
-		kinds = append(kinds, e.Kind)
-		switch e.Kind {
+		names = append(names, e.Name)
+		switch e.Name {
 		case "digit":
+			// A key is stamped with the audio before it (ABI.md §4).
 			if e.TimeMs != 500 || string(e.Data) != `"7"` {
 				t.Fatalf("digit event %+v", e)
 			}
 		case "plugin_error":
 			// events.wasm swallows every second frame, so trap.wasm's third
-			// frame is the fifth of the input, which starts at 80 ms.
-			if e.TimeMs != 80 || e.Plugin != "trap.wasm" || !strings.Contains(e.Error, "trap in vox_process at frame 3") {
+			// frame is the fifth of the input, which ends at 100 ms.
+			if e.TimeMs != 100 || e.Plugin != "trap.wasm" || !strings.Contains(e.Error, "trap in vox_process at frame 3") {
 				t.Fatalf("fault event %+v", e)
 			}
 		}
 	}
-	if got := strings.Join(kinds, ","); got != "meta,plugin_error,digit" {
-		t.Fatalf("event kinds = %s", got)
+	if got := strings.Join(names, ","); got != "meta,plugin_error,digit" {
+		t.Fatalf("event names = %s", got)
 	}
 }
 
@@ -166,13 +168,143 @@ func TestPluginTestExitCodes(t *testing.T) {
 }
 
 func TestFlagsAfterFilesAreExplained(t *testing.T) {
-	for _, args := range [][]string{
-		{"run", "in.wav", "out.wav", "--pipeline", "gain"},
-		{"plugin", "test", "gain", "--config", "{}"},
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "in.wav", "out.wav", "--pipeline", "gain"}, "run: flags go before IN and OUT, e.g. voxhost run --pipeline IN OUT"},
+		{[]string{"plugin", "test", "gain", "--config", "{}"}, "plugin test: flags go before the file, e.g. voxhost plugin test --config FILE.wasm"},
+		{[]string{"generate", "tone", "tone.wav", "--hz", "300"}, "generate tone: flags go before OUT, e.g. voxhost generate tone --hz OUT"},
 	} {
-		err := voxhost(t, args...)
-		if err == nil || !strings.Contains(err.Error(), "flags go before") {
-			t.Errorf("voxhost %s: %v, want the flags-first hint", strings.Join(args, " "), err)
+		err := voxhost(t, tc.args...)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("voxhost %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
+	}
+}
+
+// voxhostOutput runs the CLI as voxhost does and returns what it wrote to
+// stdout and stderr.
+func voxhostOutput(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	app := newApp()
+	var out, errOut strings.Builder
+	app.Writer, app.ErrWriter = &out, &errOut
+	err = app.Run(append([]string{"voxhost", "--cache-dir", "-", "--log-level", "error"}, args...))
+	return out.String(), errOut.String(), err
+}
+
+// The kind's flags may follow the kind (as an author types them) or come
+// before it, where they went first.
+func TestGenerateTakesFlagsAfterTheKind(t *testing.T) {
+	dir := t.TempDir()
+	tone, speech := filepath.Join(dir, "tone.wav"), filepath.Join(dir, "speech.wav")
+	if err := voxhost(t, "generate", "tone", "--hz", "300", "--seconds", "2", tone); err != nil {
+		t.Fatal(err)
+	}
+	if err := voxhost(t, "generate", "--seconds", "1", "speech", speech); err != nil {
+		t.Fatal(err)
+	}
+	pcm, _, err := audiofile.ReadPCM(tone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := signal.Samples(pcm)
+	crossings := 0
+	for i := 1; i < len(s); i++ {
+		if (s[i-1] < 0) != (s[i] < 0) {
+			crossings++
+		}
+	}
+	// 300 Hz for 2 s: 1200 zero crossings.
+	if len(s) != 16000 || crossings < 1195 || crossings > 1205 {
+		t.Fatalf("tone: %d samples, %d zero crossings; want 16000 and 1200", len(s), crossings)
+	}
+	if pcm, _, err := audiofile.ReadPCM(speech); err != nil || len(pcm) != 16000 {
+		t.Fatalf("speech: %d bytes, %v; want 1 s", len(pcm), err)
+	}
+	if err := voxhost(t, "generate", "noise", filepath.Join(dir, "x.wav")); err == nil || !strings.Contains(err.Error(), `unknown kind "noise": want speech or tone`) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+}
+
+// run's summary counts the emits the host dropped, by reason, and --strict
+// fails a run in which a plugin faulted or emitted badly, with its own
+// exit status.
+func TestRunSummaryAndStrict(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.wav"), filepath.Join(dir, "out.wav")
+	if err := audiofile.WritePCM(in, signal.Speech(8000, 0.2), 8000); err != nil {
+		t.Fatal(err)
+	}
+	testdata := filepath.Join("..", "..", "host", "plugin", "testdata")
+	badEmits, trap := filepath.Join(testdata, "bad_emits.wasm"), filepath.Join(testdata, "trap.wasm")
+	events := filepath.Join(dir, "events.jsonl")
+	_, stderr, err := voxhostOutput(t, "run", "--events", events, "-p", badEmits, in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(stderr, "wrote "+out+" at 8000 Hz; 60 emits dropped: 20 bad name, 20 invalid data, 10 oversize data, 10 out of bounds\n") {
+		t.Fatalf("summary: %q", stderr)
+	}
+	for _, tc := range []struct {
+		spec string
+		want string
+	}{
+		{badEmits, "run --strict: 0 plugin errors and 60 dropped emits"},
+		{"gain | " + trap, "run --strict: 1 plugin errors and 0 dropped emits"},
+	} {
+		_, _, err := voxhostOutput(t, "run", "--strict", "--events", events, "-p", tc.spec, in, out)
+		var exit exitError
+		if !errors.As(err, &exit) || exit.code != exitStrict || !strings.HasPrefix(exit.msg, tc.want) {
+			t.Fatalf("run --strict -p %q: %v, want exit %d: %s", tc.spec, err, exitStrict, tc.want)
+		}
+		if _, _, err := voxhostOutput(t, "run", "--events", events, "-p", tc.spec, in, out); err != nil {
+			t.Fatalf("without --strict: %v", err)
+		}
+	}
+	if _, _, err := voxhostOutput(t, "run", "--strict", "-p", "gain db=-6", in, out); err != nil {
+		t.Fatalf("a clean run under --strict: %v", err)
+	}
+}
+
+// plugin test soaks the plugin: the AssemblyScript plugin of issue 14,
+// which builds a string per frame, passes every short check and fails the
+// soak, out of memory; --json carries the same for CI.
+func TestPluginTestSoaksThePlugin(t *testing.T) {
+	asString := filepath.Join("..", "..", "host", "plugintest", "testdata", "as_string", "as_string.wasm")
+	stdout, _, err := voxhostOutput(t, "plugin", "test", "--soak", "1m", asString)
+	var exit exitError
+	if !errors.As(err, &exit) || exit.code != 1 {
+		t.Fatalf("err = %v, want exit 1", err)
+	}
+	for _, want := range []string{
+		"pass  process speech: 50 frames",
+		"fail  soak faults: plugin as_string.wasm: trap in vox_process at frame 1160: unreachable (after 34.86 s of audio, in speech, a 20 ms frame); out of memory: memory was at its maximum of 1 page",
+		"as_string.wasm FAILED",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output does not say %q:\n%s", want, stdout)
+		}
+	}
+	stdout, _, err = voxhostOutput(t, "plugin", "test", "--json", "--soak", "1m", asString)
+	var rep struct {
+		Schema int
+		Passed bool
+		Soaks  []struct {
+			Fault     string
+			FaultAtMs int64 `json:"fault_at_ms"`
+		}
+	}
+	if jerr := json.Unmarshal([]byte(stdout), &rep); jerr != nil || err == nil || rep.Schema != 1 || rep.Passed || len(rep.Soaks) != 1 || rep.Soaks[0].FaultAtMs != 34859 {
+		t.Fatalf("--json: %v, %v: %s", err, jerr, stdout)
+	}
+	// Each --config is soaked; commas inside JSON do not split it.
+	stdout, _, err = voxhostOutput(t, "plugin", "test", "--soak", "5s", "--config", `{"db":-6,"x":1}`, "--config", `{"db":6}`, "gain")
+	if err != nil || !strings.Contains(stdout, "pass  init with config: {\"db\":-6,\"x\":1} accepted") || !strings.Contains(stdout, "pass  soak memory (config 2): 1 page throughout 5.00 s of audio") {
+		t.Fatalf("two configs: %v\n%s", err, stdout)
+	}
+	if _, _, err := voxhostOutput(t, "plugin", "test", "--soak", "0", "gain"); err != nil {
+		t.Fatalf("--soak 0: %v", err)
 	}
 }

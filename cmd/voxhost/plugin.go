@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/plugintest"
 	"github.com/voxhost/voxhost/plugins"
 )
 
@@ -54,44 +52,7 @@ func pluginCommand() *cli.Command {
 					return nil
 				},
 			},
-			{
-				Name:      "test",
-				Usage:     "run a module through the ABI lifecycle and report every check (exit 1 if any fails)",
-				ArgsUsage: "FILE.wasm | STOCK-NAME",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "config", Usage: `JSON config for the checks that use one, e.g. '{"db":-6}'`},
-					&cli.BoolFlag{Name: "json", Usage: "machine-readable report"},
-				},
-				Action: func(c *cli.Context) error {
-					name, wasm, err := readModule(c)
-					if err != nil {
-						return err
-					}
-					if cfg := c.String("config"); cfg != "" && !json.Valid([]byte(cfg)) {
-						return fmt.Errorf("--config is not valid JSON: %s", cfg)
-					}
-					cat, closeCatalog, err := openCatalog(c)
-					if err != nil {
-						return err
-					}
-					defer closeCatalog()
-					rep := plugintest.Run(c.Context, cat.Runtime(), name, wasm, plugintest.Options{Config: []byte(c.String("config"))})
-					if c.Context.Err() != nil {
-						return interrupted(c.Context)
-					}
-					if c.Bool("json") {
-						if err := writeJSON(c, rep); err != nil {
-							return err
-						}
-					} else {
-						rep.WriteText(c.App.Writer)
-					}
-					if !rep.Passed {
-						return exitError{code: 1}
-					}
-					return nil
-				},
-			},
+			pluginTestCommand(),
 			{
 				Name:  "list",
 				Usage: "list the stock plugins built into this binary",
@@ -110,10 +71,8 @@ func pluginCommand() *cli.Command {
 // readModule reads the one module argument: a stock plugin name or a file.
 func readModule(c *cli.Context) (string, []byte, error) {
 	if c.NArg() != 1 {
-		for _, a := range c.Args().Slice() {
-			if strings.HasPrefix(a, "-") {
-				return "", nil, fmt.Errorf("%s: flags go before the file, e.g. voxhost plugin %s %s FILE.wasm", c.Command.Name, c.Command.Name, a)
-			}
+		if err := flagsFirst(c, "the file", "FILE.wasm"); err != nil {
+			return "", nil, err
 		}
 		return "", nil, fmt.Errorf("%s needs one .wasm file or stock plugin name", c.Command.Name)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -14,24 +13,33 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 )
 
+// exitStrict is the exit status of `voxhost run --strict` when the run
+// completed but a plugin faulted under bypass or the host dropped one of
+// its emits: not 1, so that CI tells a plugin that misbehaves from a run
+// that could not be made.
+const exitStrict = 3
+
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "process an audio file through a pipeline, 20 ms frames, as a live call would",
 		ArgsUsage: "IN OUT  (.wav PCM16 mono 8 kHz, or .ul raw μ-law)",
-		Description: `Events that plugins emit are written as JSON lines to --events (default stderr).
+		Description: `Events that plugins emit are written as JSON lines to --events (default stderr):
+   {"t_ms":120,"plugin":"vad","name":"speech_start","data":...}, and {"name":"plugin_error",...} for a fault.
+   Exit status: 0; 1 for an error, or a plugin fault that ended the call (on_error=end_call);
+   with --strict, 3 when the run completed but a plugin faulted (and was bypassed) or the host
+   dropped one of its emits.
    Example: voxhost run --pipeline "gain db=-6 | passthrough" in.wav out.wav`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Usage: `stages separated by "|", each a plugin and key=value config (required)`},
 			&cli.StringFlag{Name: "events", Usage: "file for the JSON-lines event log (\"-\" or empty: stderr)"},
 			&cli.StringFlag{Name: "dtmf", Usage: `key presses to deliver, e.g. "500:5,1200:#" (ms:key)`},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
+			&cli.BoolFlag{Name: "strict", Usage: fmt.Sprintf("exit %d after any plugin fault, even a bypassed one, or any dropped emit (for CI)", exitStrict)},
 		},
 		Action: func(c *cli.Context) error {
-			for _, a := range c.Args().Slice() {
-				if strings.HasPrefix(a, "-") {
-					return fmt.Errorf("run: flags go before IN and OUT, e.g. voxhost run %s IN OUT", a)
-				}
+			if err := flagsFirst(c, "IN and OUT", "IN OUT"); err != nil {
+				return err
 			}
 			if c.String("pipeline") == "" {
 				return fmt.Errorf(`run needs --pipeline, e.g. voxhost run --pipeline "gain db=-6" IN OUT`)
@@ -56,7 +64,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var events io.Writer = os.Stderr
+			var events io.Writer = c.App.ErrWriter
 			if path := c.String("events"); path != "" && path != "-" {
 				f, err := os.Create(path)
 				if err != nil {
@@ -80,11 +88,18 @@ func runCommand() *cli.Command {
 					perFrame = sum.Elapsed / time.Duration(sum.Frames)
 				}
 				speed := float64(sum.InputMs) / max(float64(sum.Elapsed.Microseconds())/1000, 0.001)
-				fmt.Fprintf(os.Stderr, "%s: %.2f s of audio, %d frames, %d events, %d plugin errors; %v per frame (%.0f× real time); wrote %s at %d Hz\n",
-					c.Args().Get(0), float64(sum.InputMs)/1000, sum.Frames, sum.Events, sum.Faults, perFrame, speed, c.Args().Get(1), sum.OutputRate)
+				dropped := ""
+				if n := sum.DroppedEmits.Total(); n > 0 {
+					dropped = fmt.Sprintf("; %d emits dropped: %s", n, sum.DroppedEmits)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "%s: %.2f s of audio, %d frames, %d events, %d plugin errors; %v per frame (%.0f× real time); wrote %s at %d Hz%s\n",
+					c.Args().Get(0), float64(sum.InputMs)/1000, sum.Frames, sum.Events, sum.Faults, perFrame, speed, c.Args().Get(1), sum.OutputRate, dropped)
 			}
 			if fault != nil {
 				return fmt.Errorf("run %s: %w; %s holds the output processed before it (%d frames)", c.Args().Get(0), fault, c.Args().Get(1), sum.Frames)
+			}
+			if c.Bool("strict") && (sum.Faults > 0 || sum.DroppedEmits.Total() > 0) {
+				return exitError{code: exitStrict, msg: fmt.Sprintf("run --strict: %d plugin errors and %d dropped emits (the events and the log say which)", sum.Faults, sum.DroppedEmits.Total())}
 			}
 			return nil
 		},

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,12 +18,7 @@ import (
 // edits its config file and sends the process SIGHUP: the new pipeline
 // appears in the admin API's GET /pipelines.
 func TestServeReloadsOnSIGHUP(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminAddr := l.Addr().String()
-	l.Close()
+	adminAddr := freeAddr(t)
 	path := filepath.Join(t.TempDir(), "voxhost.yaml")
 	conf := func(pipeline string) {
 		data := fmt.Sprintf("listen: '127.0.0.1:0'\nadmin:\n  tokens: [s3cret]\nlimits: {drain_timeout: 1s}\npipelines:\n  %s: [{plugin: gain}]\n", pipeline)
@@ -34,14 +27,7 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 		}
 	}
 	conf("before")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		app := newApp()
-		app.Writer, app.ErrWriter = io.Discard, io.Discard
-		done <- app.RunContext(ctx, []string{"voxhost", "--cache-dir", "-", "--log-level", "error", "serve", "--config", path, "--admin-addr", adminAddr})
-	}()
+	stop, ended := serveInProcess(t, "serve", "--config", path, "--admin-addr", adminAddr)
 	pipelines := func() (string, error) {
 		req, _ := http.NewRequest("GET", "http://"+adminAddr+"/pipelines", nil)
 		req.Header.Set("Authorization", "Bearer s3cret")
@@ -64,10 +50,8 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 			if err == nil && strings.Contains(body, want) {
 				return
 			}
-			select {
-			case err := <-done:
+			if over, err := ended(); over {
 				t.Fatalf("serve ended: %v", err)
-			default:
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("GET /pipelines never showed %s: %s %v", want, body, err)
@@ -82,13 +66,7 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(`"name": "after"`)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

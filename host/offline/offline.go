@@ -51,13 +51,19 @@ func ParseDTMF(s string) ([]DTMF, error) {
 	return out, nil
 }
 
-// Event is one JSON line of the events output.
+// Event is one JSON line of the events output. Its members are those of
+// the raw protocol's event messages, "name" and "t_ms" included, so a
+// script reads a file run and a live call alike.
 type Event struct {
-	// TimeMs is the start of the frame during which the event happened.
+	// TimeMs is when the event happened, as ABI.md §4 defines t_ms: the
+	// milliseconds of input audio the pipeline had received, so during a
+	// frame the end of that frame, during a DTMF key the audio before it,
+	// during the flush and call_end the whole input.
 	TimeMs int    `json:"t_ms"`
 	Plugin string `json:"plugin"`
-	// Kind is the name the plugin emitted, or "plugin_error" for a fault.
-	Kind string          `json:"kind"`
+	// Name is the name the plugin emitted, or "plugin_error" for a fault.
+	// (Before ABI.md defined event names it was written as "kind".)
+	Name string          `json:"name"`
 	Data json.RawMessage `json:"data,omitempty"`
 	// Error and Action describe a fault: the reason and what the host did.
 	Error  string `json:"error,omitempty"`
@@ -70,8 +76,12 @@ type Summary struct {
 	InputMs    int
 	OutputRate int
 	Events     int
-	Faults     int
-	Elapsed    time.Duration
+	// Faults counts plugin faults, the bypassed ones included.
+	Faults int
+	// DroppedEmits counts, by reason, the emits the host refused to pass
+	// on (ABI.md §4), over every stage.
+	DroppedEmits plugin.EmitDrops
+	Elapsed      time.Duration
 }
 
 // Options describes a run.
@@ -88,7 +98,7 @@ type Options struct {
 	CallID string
 }
 
-// eventLog writes events as JSON lines, stamped with the current frame time.
+// eventLog writes events as JSON lines, stamped with the audio time nowMs.
 type eventLog struct {
 	mu    sync.Mutex
 	enc   *json.Encoder
@@ -107,18 +117,17 @@ func (l *eventLog) write(e Event) {
 	}
 }
 
-// Emit implements plugin.Sink.
+// Emit implements plugin.Sink. The host has dropped data that is not one
+// JSON value (ABI.md §4), so data goes out as it came.
 func (l *eventLog) Emit(plugin, name string, data []byte) {
-	e := Event{Plugin: plugin, Kind: name}
-	if len(data) > 0 {
-		if json.Valid(data) {
-			e.Data = data
-		} else {
-			quoted, _ := json.Marshal(string(data))
-			e.Data = quoted
-		}
-	}
-	l.write(e)
+	l.write(Event{Plugin: plugin, Name: name, Data: data})
+}
+
+// at sets the audio time of what is written next.
+func (l *eventLog) at(ms int) {
+	l.mu.Lock()
+	l.nowMs = ms
+	l.mu.Unlock()
 }
 
 // FaultError is a plugin fault that ended a run: a stage under
@@ -189,7 +198,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 			if !f.Bypassed {
 				action = "call ended"
 			}
-			events.write(Event{Plugin: f.Name, Kind: "plugin_error", Error: f.Err.Error(), Action: action})
+			events.write(Event{Plugin: f.Name, Name: "plugin_error", Error: f.Err.Error(), Action: action})
 		},
 	})
 	if err != nil {
@@ -241,9 +250,9 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		if ctx.Err() != nil {
 			return sum, fmt.Errorf("%s: interrupted at %d ms: %w", opts.In, nowMs, context.Cause(ctx))
 		}
-		events.mu.Lock()
-		events.nowMs = nowMs
-		events.mu.Unlock()
+		// A key press comes between frames: it is stamped with the audio
+		// before it, the frame with its end (ABI.md §4, t_ms).
+		events.at(nowMs)
 		for ended == nil && len(dtmf) > 0 && dtmf[0].AtMs < nowMs+FrameMs {
 			if err := p.Event(abi.EventDTMF, int32(dtmf[0].Digit), nil); err != nil {
 				ended = &FaultError{At: fmt.Sprintf("the DTMF key %c at %d ms", dtmf[0].Digit, dtmf[0].AtMs), Err: err}
@@ -267,6 +276,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 				ulawSrc.Frame = ulaw[off/2 : end/2]
 			}
 		}
+		events.at(end / abi.SampleBytes * 1000 / rate)
 		view, err := p.Process(src)
 		if err != nil {
 			ended = &FaultError{At: fmt.Sprintf("the frame at %d ms", nowMs), Err: err}
@@ -275,13 +285,14 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		out = append(out, view...)
 		sum.Frames++
 	}
+	sum.InputMs = len(pcm) / abi.SampleBytes * 1000 / rate
+	events.at(sum.InputMs)
 	if ended == nil {
 		if err := p.Flush(func(tail []byte) error { out = append(out, tail...); return nil }); err != nil {
 			ended = &FaultError{At: "flush", Err: err}
 		}
 	}
 	sum.Elapsed = time.Since(start)
-	sum.InputMs = len(pcm) / abi.SampleBytes * 1000 / rate
 	sum.OutputRate = p.OutputRate()
 	// call_end may make plugins emit too: close before counting. The
 	// pipeline reports call_end faults only as this error, so they are
@@ -290,7 +301,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err := p.Close(ctx); err != nil {
 		for _, e := range unjoin(err) {
 			faults++
-			ev := Event{Kind: "plugin_error", Error: e.Error(), Action: "call ended"}
+			ev := Event{Name: "plugin_error", Error: e.Error(), Action: "call ended"}
 			if pe := (*plugin.Error)(nil); errors.As(e, &pe) {
 				ev.Plugin = pe.Plugin
 			}
@@ -302,6 +313,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	}
 	sum.Events = events.count
 	sum.Faults = faults
+	p.EachDroppedEmits(func(_ string, d plugin.EmitDrops) { sum.DroppedEmits.Add(d) })
 	if err := audiofile.WritePCM(opts.Out, out, p.OutputRate()); err != nil {
 		return sum, err
 	}

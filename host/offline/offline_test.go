@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,7 @@ func TestFaultKeepsTheOutputBeforeIt(t *testing.T) {
 			if !bytes.Equal(got, tc.want) {
 				t.Fatalf("wrote %d bytes, want the %d processed before the fault", len(got), len(tc.want))
 			}
-			if sum.Faults != 1 || len(events) != 1 || events[0].Plugin != tc.plugin || events[0].Kind != "plugin_error" {
+			if sum.Faults != 1 || len(events) != 1 || events[0].Plugin != tc.plugin || events[0].Name != "plugin_error" {
 				t.Fatalf("%d faults, events %+v: want the one fault of %s", sum.Faults, events, tc.plugin)
 			}
 			if tc.endEvent && events[0].Action != "call ended" {
@@ -122,16 +123,16 @@ func run(t *testing.T, spec string, in []byte) (offline.Summary, []offline.Event
 	return sum, events, out, runErr
 }
 
-// cancelOn cancels a run's context when an event of the given kind is
+// cancelOn cancels a run's context when an event of the given name is
 // written, so a test can stop a run at a known point of its input.
 type cancelOn struct {
-	kind   string
+	name   string
 	cancel context.CancelFunc
 }
 
 func (c cancelOn) Write(p []byte) (int, error) {
 	var e offline.Event
-	if json.Unmarshal(p, &e) == nil && e.Kind == c.kind {
+	if json.Unmarshal(p, &e) == nil && e.Name == c.name {
 		c.cancel()
 	}
 	return len(p), nil
@@ -145,7 +146,7 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	opts := options(t, filepath.Join("..", "plugin", "testdata", "events.wasm"), signal.Speech(8000, 3))
 	// events.wasm emits "digit" for the key pressed at 500 ms, which the
 	// frame at 500 ms carries: the next frame, at 520 ms, is not run.
-	opts.Events = cancelOn{kind: "digit", cancel: cancel}
+	opts.Events = cancelOn{name: "digit", cancel: cancel}
 	opts.DTMF = []offline.DTMF{{AtMs: 500, Digit: '5'}}
 	sum, err := offline.Run(ctx, opts)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted at 520 ms") {
@@ -156,5 +157,43 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	}
 	if _, err := os.Stat(opts.Out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("an interrupted run wrote %s (%v)", opts.Out, err)
+	}
+}
+
+// Events are stamped as ABI.md §4 defines t_ms: an emit during a frame with
+// the end of that frame, a key press with the audio before it. Emits the
+// host refused are not written but counted in the summary, by reason.
+func TestEventTimesAndDroppedEmits(t *testing.T) {
+	in := signal.Speech(8000, 0.2) // 10 frames
+	badEmits := filepath.Join("..", "plugin", "testdata", "bad_emits.wasm")
+	eventsWasm := filepath.Join("..", "plugin", "testdata", "events.wasm")
+	opts := options(t, badEmits+" | "+eventsWasm, in)
+	opts.DTMF = []offline.DTMF{{AtMs: 100, Digit: '3'}}
+	var log bytes.Buffer
+	opts.Events = &log
+	sum, err := offline.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []string
+	sc := bufio.NewScanner(&log)
+	for sc.Scan() {
+		var e offline.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Name != "meta" {
+			times = append(times, fmt.Sprintf("%s@%d", e.Name, e.TimeMs))
+		}
+	}
+	want := "level@20 level@40 level@60 level@80 level@100 digit@100 level@120 level@140 level@160 level@180 level@200"
+	if got := strings.Join(times, " "); got != want {
+		t.Fatalf("events %s\nwant   %s", got, want)
+	}
+	// bad_emits.wasm: 2 invalid data, 2 bad names, 1 out of bounds and 1
+	// oversize per frame; events.wasm: a bad name and an out-of-bounds
+	// payload on the key press.
+	if got := sum.DroppedEmits.String(); got != "21 bad name, 20 invalid data, 11 out of bounds, 10 oversize data" {
+		t.Fatalf("dropped: %s", got)
 	}
 }
