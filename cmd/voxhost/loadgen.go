@@ -11,8 +11,22 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/loadgen"
+	"github.com/voxhost/voxhost/host/transport"
 )
+
+// loadgenProtocols names the protocols loadgen can speak: those registered
+// with both roles.
+func loadgenProtocols() []string {
+	var names []string
+	for _, p := range transport.Protocols() {
+		if _, err := transport.LookupDialect(p.Name()); err == nil {
+			names = append(names, p.Name())
+		}
+	}
+	return names
+}
 
 func loadgenCommand() *cli.Command {
 	counts := make([]string, len(loadgen.DefaultCounts))
@@ -22,18 +36,24 @@ func loadgenCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "loadgen",
 		Usage: "measure how many concurrent calls a server carries: open-loop calls, round trips, saturation",
-		Description: `Each call sends a 160-byte μ-law frame every 1/fps s on its own schedule, whatever the
-   replies do, and times the frame's answer: as much audio coming back, in one reply or several, as a
+		Description: `Each call sends a 20 ms frame (160 bytes of μ-law) every 1/fps s on its own schedule, whatever
+   the replies do, and times the frame's answer: as much audio coming back, in one reply or several, as a
    relay route's playout cuts and paces a bot's audio (--pipeline names the route; voxhost bench bot
-   --mode echo is a bot). On Twilio the host's marks go back once the audio before them has played,
-   as Twilio returns them. A point is saturated when RTT p99 > 1 s,
+   --mode echo is a bot). A call speaks --protocol as its carrier does, through the protocol's
+   client role: ` + strings.Join(loadgenProtocols(), ", ") + `.
+   Where the carrier returns marks (Twilio) the host's marks go back once the audio before them has
+   played. A protocol over TCP (audiosocket) dials --tcp-addr, the server's audiosocket.listen; --url
+   then only says where /metrics is. A point is saturated when RTT p99 > 1 s,
    p99.9 > 2 s, more than 1% of connections or frames fail, or throughput is under 95%.
    Server memory, CPU and GC pauses come from /metrics on the same host and port.
    Example: voxhost loadgen --url ws://localhost:8080 --sweep ` + strings.Join(counts, ",") + ` --plot rtt.svg`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "url", Usage: "server address, ws:// or wss://; without a path, /ws or /twilio by protocol", Required: true},
-			&cli.StringFlag{Name: "protocol", Usage: "raw or twilio", Value: loadgen.DefaultProtocol},
-			&cli.StringFlag{Name: "pipeline", Usage: "pipeline (route) each call asks for (raw: ?pipeline=, twilio: customParameters)"},
+			&cli.StringFlag{Name: "url", Usage: "server address, ws:// or wss://; without a path, the protocol's endpoint (/ws, /twilio, …)"},
+			&cli.StringFlag{Name: "tcp-addr", Usage: "host:port of the server's listener for a protocol over TCP (audiosocket)"},
+			&cli.StringFlag{Name: "protocol", Usage: strings.Join(loadgenProtocols(), ", "), Value: loadgen.DefaultProtocol},
+			&cli.StringFlag{Name: "codec", Usage: "audio the calls send: mulaw, alaw or l16 (default: the protocol's first of mulaw, l16, alaw)"},
+			&cli.IntFlag{Name: "rate", Usage: "sample rate with --codec l16: 8000, 16000 or 24000"},
+			&cli.StringFlag{Name: "pipeline", Usage: "pipeline (route) each call asks for (raw: ?pipeline=, others: the start message's custom parameters)"},
 			&cli.StringFlag{Name: "token", Usage: "bearer token sent with every connection"},
 			&cli.StringFlag{Name: "metrics-url", Usage: `where server stats are read (default http://HOST:PORT/metrics of --url; "-" for none)`},
 			&cli.IntFlag{Name: "calls", Usage: "concurrent calls of a single point", Value: 10},
@@ -48,8 +68,16 @@ func loadgenCommand() *cli.Command {
 			&cli.StringFlag{Name: "plot", Usage: "draw RTT p50/p99/max against calls to this file (.svg, .png or .pdf)"},
 		},
 		Action: func(c *cli.Context) error {
+			var format codec.Format
+			if c.IsSet("codec") || c.IsSet("rate") {
+				var err error
+				if format, err = codec.ParseFormat(c.String("codec"), c.Int("rate")); err != nil {
+					return err
+				}
+			}
 			cfg := loadgen.Config{
-				URL: c.String("url"), Protocol: c.String("protocol"), Pipeline: c.String("pipeline"), Token: c.String("token"),
+				URL: c.String("url"), TCPAddr: c.String("tcp-addr"), Protocol: c.String("protocol"), Format: format,
+				Pipeline: c.String("pipeline"), Token: c.String("token"),
 				MetricsURL: c.String("metrics-url"), Duration: c.Duration("duration"), FPS: c.Int("fps"), Ramp: c.Duration("ramp"),
 				IdleHold: c.Duration("idle-hold"),
 			}
@@ -68,7 +96,7 @@ func loadgenCommand() *cli.Command {
 				}
 				counts = []int{c.Int("calls")}
 			}
-			sr := loadgen.SweepResult{URL: cfg.URL, Protocol: cfg.Protocol, FPS: cfg.FPS, Duration: cfg.Duration}
+			sr := loadgen.SweepResult{URL: cfg.Target(), Protocol: cfg.Protocol, FPS: cfg.FPS, Duration: cfg.Duration}
 			var runErr error
 			if n := c.Int("idle"); n > 0 {
 				idle, err := loadgen.Idle(c.Context, cfg, n)

@@ -1,16 +1,14 @@
 package loadgen
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"fmt"
-	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/voxhost/voxhost/host/transport"
 )
 
 // Reads and writes use context.Background: coder/websocket allocates for
@@ -18,46 +16,49 @@ import (
 // closing its socket instead.
 var bg = context.Background()
 
-// call is one simulated call: a socket, a sender on the call's schedule and
-// a receiver matching replies to frames.
+// call is one simulated call: a connection, the protocol's client role, a
+// sender on the call's schedule and a receiver matching replies to frames.
 type call struct {
 	r     *runner
 	index int
 	shard *shard
 	fl    flight
-	typ   websocket.MessageType
-	msg   []byte   // the frame message, rendered once
-	open  [][]byte // messages that start the stream (Twilio), before any frame
-	buf   []byte   // the receiver's message buffer
+	// sess is the protocol's client role: it renders what the carrier
+	// sends and decodes what the host sends back. Its renders and the
+	// writes of what they render are serialized by wmu, since the sender,
+	// the mark returner and the receiver's replies all write.
+	sess transport.BotSession
+	wmu  sync.Mutex
+	in   transport.Inbound // the receiver's
+	buf  []byte            // the receiver's message buffer
 
 	// What the receiver alone touches. owed is the audio received towards
 	// the next frame's answer; played is when the audio received so far
-	// ends, played out as a Twilio caller plays it (from when it arrives,
-	// one after another), which is when Twilio returns a mark sent after
-	// it.
+	// ends, played out as a carrier that buffers plays it (from when it
+	// arrives, one after another), which is when Twilio returns a mark
+	// sent after it.
 	owed   int
 	played time.Duration
-	// marks carries the host's marks to returnMarks (Twilio only), with
-	// the time each is due back; markHead is the returned mark message up
-	// to the name.
+	// marks carries the host's marks to returnMarks, with the time each
+	// is due back; nil for a protocol whose carrier returns none.
 	marks         chan markAck
-	markHead      []byte
 	marksReturned atomic.Int64
 	marksDropped  atomic.Int64
 
-	conn    atomic.Pointer[websocket.Conn] // for the run's abort
-	closing atomic.Bool                    // set before we close the socket, so its error is ours
+	conn    atomic.Pointer[link] // for the run's abort
+	closing atomic.Bool          // set before we close the connection, so its error is ours
 
 	connect   time.Duration // time to open the connection
 	connected bool
 	sent      int64 // frames written
-	err       error // why the call failed: no connection, or its socket broke
+	err       error // why the call failed: no connection, or its connection broke
 	readErr   error // the receiver's, read after it has finished
 	extra     int64 // audio replies beyond the frames sent
 }
 
-// run is the call's whole life: dial at its slot, send every frame on
-// schedule, wait the grace period for the last replies, close.
+// run is the call's whole life: dial at its slot, open the stream, send
+// every frame on schedule, wait the grace period for the last replies,
+// end the stream and close.
 func (c *call) run(ctx context.Context) {
 	r := c.r
 	if err := sleepUntil(ctx, r.origin.Add(r.dialAt(c.index))); err != nil {
@@ -75,17 +76,15 @@ func (c *call) run(ctx context.Context) {
 	c.conn.Store(conn)
 	if ctx.Err() != nil { // the abort may have passed this call before Store
 		c.closing.Store(true)
-		_ = conn.CloseNow()
+		conn.close(false)
 		c.err = ctx.Err()
 		return
 	}
-	for _, m := range c.open {
-		if err := conn.Write(bg, websocket.MessageText, m); err != nil {
-			c.closing.Store(true)
-			_ = conn.CloseNow()
-			c.err = fmt.Errorf("start: %w", err)
-			return
-		}
+	if err := c.open(conn); err != nil {
+		c.closing.Store(true)
+		conn.close(false)
+		c.err = fmt.Errorf("start: %w", err)
+		return
 	}
 	c.fl.first = r.firstSlot(c.index, time.Since(r.origin))
 	done := make(chan struct{})
@@ -104,12 +103,15 @@ func (c *call) run(ctx context.Context) {
 	}
 	c.closing.Store(true)
 	select {
-	case <-done: // every frame answered, or the socket broke
-		_ = conn.Close(websocket.StatusNormalClosure, "")
+	case <-done: // every frame answered, or the connection broke
+		if sendErr == nil {
+			c.stop(conn)
+		}
+		conn.close(true)
 	default:
 		// Replies are overdue: the frames count as failed, the connection
 		// does not.
-		_ = conn.CloseNow()
+		conn.close(false)
 		<-done
 	}
 	// The receiver's error says more: a close frame's status and reason,
@@ -117,11 +119,30 @@ func (c *call) run(ctx context.Context) {
 	c.err = cmp.Or(c.readErr, sendErr)
 }
 
+// open sends what begins the stream: Twilio's connected and start,
+// AudioSocket's UUID, raw's start event.
+func (c *call) open(conn *link) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.sess.Open(conn.write)
+}
+
+// stop sends the end of the stream, as the carrier ends a call (Twilio's
+// stop, AudioSocket's hang-up frame), if the protocol has one; the
+// connection closes after it anyway.
+func (c *call) stop(conn *link) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if typ, msg, ok := c.sess.Stop(); ok {
+		_ = conn.write(typ, msg)
+	}
+}
+
 // send writes the call's frames on its schedule: frame k goes at
 // first+k×period however the replies fare. A sender that falls behind (a
 // busy machine, a socket that blocked) sends the frames it owes at once,
 // as a network delivers a burst after a stall.
-func (c *call) send(conn *websocket.Conn) error {
+func (c *call) send(conn *link) error {
 	r := c.r
 	for k := int64(0); k < r.frames; k++ {
 		due := c.fl.first + time.Duration(k)*r.period
@@ -132,7 +153,7 @@ func (c *call) send(conn *websocket.Conn) error {
 		}
 		c.shard.recordLag(now - due)
 		c.fl.send(now)
-		if err := conn.Write(bg, c.typ, c.msg); err != nil {
+		if err := c.sendFrame(conn); err != nil {
 			return fmt.Errorf("send: %w", err)
 		}
 		c.sent++
@@ -140,8 +161,16 @@ func (c *call) send(conn *websocket.Conn) error {
 	return nil
 }
 
+// sendFrame renders the frame as the protocol carries it and writes it.
+func (c *call) sendFrame(conn *link) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	typ, msg := c.sess.Audio(c.r.frame)
+	return conn.write(typ, msg)
+}
+
 // receive reads replies until every frame the call will send is answered
-// or the socket closes, and records each frame's round trip.
+// or the connection closes, and records each frame's round trip.
 //
 // A frame is answered by its length of audio, not by a message: a relayed
 // call's audio comes back cut and paced by the host's playout clock, in
@@ -150,27 +179,40 @@ func (c *call) send(conn *websocket.Conn) error {
 // audio says which frame it was: the route's plugins (a gain, an AGC)
 // change every sample, so a nonce would not survive them, while the order
 // and the length of the audio do.
-func (c *call) receive(conn *websocket.Conn, done chan<- struct{}) {
+func (c *call) receive(conn *link, done chan<- struct{}) {
 	defer close(done)
-	for c.fl.received.Load() < c.r.frames {
-		typ, n, size, err := readMessage(conn, c.buf)
+	r := c.r
+	for c.fl.received.Load() < r.frames {
+		typ, msg, err := conn.read(&c.buf)
 		if err != nil {
 			if !c.closing.Load() {
-				c.readErr = err
+				c.readErr = readError(err)
 			}
 			return
 		}
-		now := time.Since(c.r.origin)
-		msg := c.buf[:n]
-		audio := c.audioBytes(typ, msg, size)
-		if audio == 0 {
-			if c.marks != nil && typ == websocket.MessageText && twilioEvent(msg, "mark") {
-				c.returnMark(msg, now)
+		now := time.Since(r.origin)
+		if err := c.sess.Decode(typ, msg, &c.in); err != nil {
+			if !c.closing.Load() {
+				c.readErr = fmt.Errorf("reply: %w", err)
+			}
+			return
+		}
+		if c.in.Reply != nil && c.reply(conn) != nil {
+			return // the connection broke: the sender sees it too
+		}
+		switch c.in.Kind {
+		case transport.KindAudio:
+		case transport.KindMark:
+			if c.marks != nil {
+				c.returnMark(c.in.Mark, now)
 			}
 			continue
+		default: // clears, events, the host's hang-up: the close follows
+			continue
 		}
-		c.played = max(c.played, now) + time.Duration(audio)*time.Second/ulawRate
-		for c.owed += audio; c.owed >= FrameBytes; c.owed -= FrameBytes {
+		audio := len(c.in.Audio)
+		c.played = max(c.played, now) + time.Duration(audio)*time.Millisecond/time.Duration(r.cfg.Format.BytesPerMs())
+		for c.owed += audio; c.owed >= r.frameBytes; c.owed -= r.frameBytes {
 			rtt, ok := c.fl.reply(now)
 			if !ok {
 				c.extra++
@@ -181,95 +223,29 @@ func (c *call) receive(conn *websocket.Conn, done chan<- struct{}) {
 	}
 }
 
-// readMessage reads one message into buf and returns its type, the bytes
-// kept (at most len(buf)) and its whole length. Of a longer message the
-// head is kept and the rest read over buf's second half, since a reply is
-// told apart by its head.
-func readMessage(conn *websocket.Conn, buf []byte) (typ websocket.MessageType, n, size int, err error) {
-	typ, rd, err := conn.Reader(bg)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	for {
-		dst := buf[n:]
-		if len(dst) == 0 {
-			dst = buf[len(buf)/2:]
-		}
-		m, err := rd.Read(dst)
-		n, size = min(n+m, len(buf)), size+m
-		if err == io.EOF {
-			return typ, n, size, nil
-		}
-		if err != nil {
-			return 0, 0, 0, err
-		}
-	}
+// reply writes what the protocol answers the host's last message with at
+// once (a handshake's reply), as the carrier would.
+func (c *call) reply(conn *link) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return conn.write(c.in.ReplyType, c.in.Reply)
 }
 
-// audioBytes is the μ-law audio a reply carries, 0 for the rest: plugin
-// events on raw, marks and clears on Twilio. size is the reply's whole
-// length, of which msg is the head.
-func (c *call) audioBytes(typ websocket.MessageType, msg []byte, size int) int {
-	if c.r.cfg.Protocol == ProtocolRaw {
-		if typ != websocket.MessageBinary {
-			return 0
-		}
-		return size
-	}
-	if typ != websocket.MessageText || !twilioEvent(msg, "media") {
-		return 0
-	}
-	if n, ok := twilioPayloadBytes(msg); ok {
-		return n
-	}
-	return FrameBytes // a payload past the head: count it a frame
-}
-
-// twilioPayloadBytes is the length of a media message's decoded payload,
-// counted from its base64 text without decoding it; false if the payload
-// does not end within msg.
-func twilioPayloadBytes(msg []byte) (int, bool) {
-	rest := memberValue(msg, `"payload"`)
-	if len(rest) == 0 || rest[0] != '"' {
-		return 0, false
-	}
-	end := bytes.IndexByte(rest[1:], '"')
-	if end < 0 {
-		return 0, false
-	}
-	b64 := rest[1 : 1+end]
-	// An escaped solidus (\/) is one character of base64; base64 has no
-	// other character JSON escapes.
-	chars := len(b64) - bytes.Count(b64, []byte{'\\'})
-	pad := 0
-	for j := len(b64) - 1; j >= 0 && b64[j] == '=' && pad < 2; j-- {
-		pad++
-	}
-	return chars/4*3 - pad, true
-}
-
-// maxMarks bounds the marks a Twilio call holds for returning.
+// maxMarks bounds the marks a call holds for returning.
 const maxMarks = 64
 
-// ulawRate is the sample rate of the μ-law both protocols carry, in Hz.
-const ulawRate = 8000
-
-// markAck is a mark the host sent a Twilio call and when to return it.
+// markAck is a mark the host sent and when to return it.
 type markAck struct {
 	due  time.Duration // since the run's origin
-	name []byte        // the name's JSON string token, quoted
+	name string
 }
 
-// returnMark queues the host's mark msg for returning once the audio
-// received before it has played, as Twilio does. Marks are rare (one per
-// utterance of a bot), so each may allocate.
-func (c *call) returnMark(msg []byte, now time.Duration) {
-	name, ok := twilioMarkName(msg)
-	if !ok {
-		return
-	}
+// returnMark queues the host's mark for returning once the audio received
+// before it has played, as Twilio does. Marks are rare (one per utterance
+// of a bot), so each may allocate.
+func (c *call) returnMark(name string, now time.Duration) {
 	select {
-	case c.marks <- markAck{due: max(now, c.played), name: bytes.Clone(name)}:
+	case c.marks <- markAck{due: max(now, c.played), name: name}:
 	default:
 		// More marks outstanding than the queue holds: the host sends them
 		// faster than audio plays, which Twilio would return late, too.
@@ -279,8 +255,7 @@ func (c *call) returnMark(msg []byte, now time.Duration) {
 
 // returnMarks sends each queued mark back at its time, until the receiver
 // ends.
-func (c *call) returnMarks(conn *websocket.Conn, done <-chan struct{}) {
-	var msg []byte
+func (c *call) returnMarks(conn *link, done <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -299,78 +274,25 @@ func (c *call) returnMarks(conn *websocket.Conn, done <-chan struct{}) {
 				return
 			}
 		}
-		msg = append(append(append(msg[:0], c.markHead...), m.name...), "}}"...)
-		if conn.Write(bg, websocket.MessageText, msg) != nil {
+		if c.markPlayed(conn, m.name) != nil {
 			return
 		}
-		c.marksReturned.Add(1)
 	}
 }
 
-// twilioMarkName returns the JSON string token of a mark message's
-// mark.name, quotes and escapes as sent.
-func twilioMarkName(msg []byte) ([]byte, bool) {
-	rest := memberValue(msg, `"name"`)
-	if len(rest) == 0 || rest[0] != '"' {
-		return nil, false
-	}
-	for j := 1; j < len(rest); j++ {
-		switch rest[j] {
-		case '\\':
-			j++
-		case '"':
-			return rest[:j+1], true
-		}
-	}
-	return nil, false
-}
-
-// twilioEvent reports whether msg's "event" member is the string event,
-// without decoding the message: a media reply is read on every frame.
-func twilioEvent(msg []byte, event string) bool {
-	rest := memberValue(msg, `"event"`)
-	return len(rest) > len(event)+1 && rest[0] == '"' && string(rest[1:1+len(event)]) == event && rest[1+len(event)] == '"'
-}
-
-// memberValue returns what follows the first member named key (quoted)
-// in msg and its colon, from the value on; nil if there is none. It reads
-// the few members a reply is told by without decoding it, which the
-// receiver does for every frame; a key inside a string value would fool
-// it, and no message the host sends has one.
-func memberValue(msg []byte, key string) []byte {
-	i := bytes.Index(msg, []byte(key))
-	if i < 0 {
+// markPlayed writes the protocol's acknowledgement of the mark name.
+func (c *call) markPlayed(conn *link, name string) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	typ, msg, ok := c.sess.MarkPlayed(name)
+	if !ok {
 		return nil
 	}
-	rest := bytes.TrimLeft(msg[i+len(key):], " \t\r\n")
-	if len(rest) == 0 || rest[0] != ':' {
-		return nil
+	if err := conn.write(typ, msg); err != nil {
+		return err
 	}
-	return bytes.TrimLeft(rest[1:], " \t\r\n")
-}
-
-// twilioMessages renders the messages of call n of a run: connected and
-// start, which open the stream, the media message sent as every frame,
-// and the head of a returned mark, up to its name. Twilio's docs give their shape; the same media message (same
-// sequence number, chunk and payload) serves every frame, since a server
-// has no reason to check them and rendering each would cost the
-// generator an allocation per frame.
-func twilioMessages(nonce int64, n int, pipeline string, frame []byte) (open [][]byte, media, markHead []byte) {
-	sid := fmt.Sprintf("MZ%016x%016x", uint64(nonce), n)
-	params := "{}"
-	if pipeline != "" {
-		params = fmt.Sprintf(`{"pipeline":%q}`, pipeline)
-	}
-	open = [][]byte{
-		[]byte(`{"event":"connected","protocol":"Call","version":"1.0.0"}`),
-		fmt.Appendf(nil, `{"event":"start","sequenceNumber":"1","start":{"accountSid":"AC%032x","streamSid":%q,"callSid":"CA%016x%016x",`+
-			`"tracks":["inbound"],"customParameters":%s,"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}},"streamSid":%q}`,
-			0, sid, uint64(nonce), n, params, sid),
-	}
-	media = fmt.Appendf(nil, `{"event":"media","sequenceNumber":"2","media":{"track":"inbound","chunk":"1","timestamp":"0","payload":%q},"streamSid":%q}`,
-		base64.StdEncoding.EncodeToString(frame), sid)
-	markHead = fmt.Appendf(nil, `{"event":"mark","sequenceNumber":"3","streamSid":%q,"mark":{"name":`, sid)
-	return open, media, markHead
+	c.marksReturned.Add(1)
+	return nil
 }
 
 // sleepUntil waits for t or the context.

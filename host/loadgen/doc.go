@@ -1,9 +1,15 @@
 // Package loadgen measures how many concurrent calls a voxhost server (or
-// any server speaking its raw or Twilio WebSocket protocols) carries before
+// any server speaking the protocols host/transport registers) carries before
 // latency or loss degrade, as `voxhost loadgen` reports it.
 //
-// The load is open loop: every call sends one 160-byte μ-law frame every
-// 1/fps seconds on its own schedule, whatever the replies do, as a telephone
+// A call speaks its protocol through the protocol's client role in
+// host/transport (its Dialect), as the carrier would: Twilio's connected,
+// start and media, AudioSocket's UUID and slin frames over TCP, and so on;
+// the same role decodes the host's replies. The generator has no wire
+// format of its own.
+//
+// The load is open loop: every call sends one 20 ms frame (160 bytes of
+// μ-law) every 1/fps seconds on its own schedule, whatever the replies do, as a telephone
 // network does. A closed-loop client that waits for each reply before
 // sending the next frame slows down exactly when the server does, and so
 // hides saturation; here a slow server shows as growing round trips and
@@ -11,8 +17,8 @@
 //
 // The generator shares the machine with what it measures more often than
 // not, so a call costs it little: one goroutine writing on an absolute
-// schedule and one reading, message buffers rendered once per call, and no
-// heap allocation per frame. Round trips go into a few shared HDR histograms
+// schedule and one reading, each frame rendered into the session's own
+// buffer, and no heap allocation per frame. Round trips go into a few shared HDR histograms
 // rather than one per call, which would cost 139 KB each.
 //
 // Around each point the server's /metrics (same host and port, over HTTP)

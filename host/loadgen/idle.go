@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // IdleResult is what connections cost a server when they carry no audio:
@@ -44,9 +42,9 @@ type IdleResult struct {
 	Errors []string
 }
 
-// Idle opens n connections spread over cfg.Ramp, without audio (Twilio
-// ones send connected and start, so the server sets the call up as it
-// would for real), holds them all for cfg.IdleHold, reads the server's
+// Idle opens n connections spread over cfg.Ramp, without audio (each
+// sends what opens its protocol's stream, Twilio's connected and start,
+// so the server sets the call up as it would for real), holds them all for cfg.IdleHold, reads the server's
 // memory, and closes them. The server's idle timeout counts from each
 // connection's start: keep Ramp+IdleHold under it (10 s by default), or
 // the earliest connections are dropped and the memory reads low.
@@ -67,7 +65,7 @@ func Idle(ctx context.Context, cfg Config, n int) (IdleResult, error) {
 	before := scr.scrape(ctx)
 
 	type idleConn struct {
-		conn    *websocket.Conn
+		conn    *link
 		connect time.Duration
 		err     error
 		closing atomic.Bool
@@ -89,11 +87,9 @@ func Idle(ctx context.Context, cfg Config, n int) (IdleResult, error) {
 			if ic.err = err; err != nil {
 				return
 			}
-			for _, m := range r.calls[i].open {
-				if ic.err = conn.Write(bg, websocket.MessageText, m); ic.err != nil {
-					_ = conn.CloseNow()
-					return
-				}
+			if ic.err = r.calls[i].open(conn); ic.err != nil {
+				conn.close(false)
+				return
 			}
 			ic.conn, ic.done = conn, make(chan struct{})
 			// A reader notices the server closing the connection, and
@@ -102,7 +98,7 @@ func Idle(ctx context.Context, cfg Config, n int) (IdleResult, error) {
 				defer close(ic.done)
 				buf := make([]byte, 512)
 				for {
-					if _, _, _, err := readMessage(conn, buf); err != nil {
+					if _, _, err := conn.read(&buf); err != nil {
 						ic.dropped.Store(!ic.closing.Load())
 						return
 					}
@@ -152,7 +148,7 @@ func Idle(ctx context.Context, cfg Config, n int) (IdleResult, error) {
 		if ic := &conns[i]; ic.conn != nil {
 			ic.closing.Store(true)
 			wg.Go(func() {
-				_ = ic.conn.Close(websocket.StatusNormalClosure, "")
+				ic.conn.close(true)
 				<-ic.done
 			})
 		}

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/transport"
 )
 
 func near(got, want, tol time.Duration) bool { return got >= want-tol && got <= want+tol }
@@ -64,8 +67,14 @@ func TestConnectPercentile(t *testing.T) {
 }
 
 // TestPerFrameBookkeepingAllocatesNothing covers what runs for every frame
-// besides the socket: stamping a send, matching a reply, recording both.
+// besides the socket: stamping a send, rendering the frame and decoding a
+// reply in the protocol's client role, matching the reply, recording both.
 func TestPerFrameBookkeepingAllocatesNothing(t *testing.T) {
+	d, _ := transport.LookupDialect(ProtocolTwilio)
+	sess := d.NewBotSession(transport.BotConfig{Format: codec.Telephony, MaxAudio: maxReplyAudio(codec.Telephony), Call: callInfo(Config{}, 1, 2)})
+	reply := []byte(`{"event":"media","streamSid":"MZ1","media":{"payload":"AAAA"}}`)
+	frame := speechFrame(codec.Telephony)
+	var in transport.Inbound
 	fl := newFlight(100000, 20*time.Millisecond)
 	s := newShard()
 	now := time.Duration(0)
@@ -78,8 +87,11 @@ func TestPerFrameBookkeepingAllocatesNothing(t *testing.T) {
 			t.Fatal("reply without a frame")
 		}
 		s.recordRTT(rtt)
-		if n, ok := twilioPayloadBytes([]byte(`{"event":"media","streamSid":"MZ1","media":{"payload":"AAAA"}}`)); !ok || n != 3 {
-			t.Fatal("media reply not recognized")
+		if err := sess.Decode(transport.Text, reply, &in); err != nil || len(in.Audio) != 3 {
+			t.Fatal("media reply not recognized", err)
+		}
+		if _, msg := sess.Audio(frame); len(msg) == 0 {
+			t.Fatal("no media message")
 		}
 	})
 	if allocs != 0 {
@@ -118,23 +130,6 @@ func TestFlightFallsBackToTheScheduleWhenOverrun(t *testing.T) {
 	rtt, _ = fl.reply(now)
 	if want := now - (fl.first + time.Duration(k)*period + time.Millisecond); rtt != want {
 		t.Fatalf("frame %d: rtt %v, want %v from its stamp", k, rtt, want)
-	}
-}
-
-func TestTwilioEvent(t *testing.T) {
-	for msg, want := range map[string]bool{
-		`{"event":"media","media":{"payload":"AA=="}}`:         true,
-		`{"streamSid":"MZ1", "event" : "media"}`:               true,
-		`{"event":"mark","mark":{"name":"media"}}`:             false,
-		`{"event":"mediax"}`:                                   false,
-		`{"event":"medi`:                                       false,
-		`{"media":{"payload":"AA=="}}`:                         false,
-		`{"event":"clear","streamSid":"MZ1"}`:                  false,
-		`{"event":` + "\n" + `"media","media":{"payload":""}}`: true,
-	} {
-		if got := twilioEvent([]byte(msg), "media"); got != want {
-			t.Errorf("twilioEvent(%s) = %v, want %v", msg, got, want)
-		}
 	}
 }
 
@@ -404,29 +399,6 @@ func TestAnswersCutDifferently(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-func TestTwilioPayloadBytes(t *testing.T) {
-	for msg, want := range map[string]int{
-		`{"event":"media","media":{"payload":"AAAA"}}`:     3,
-		`{"event":"media","media":{"payload" : "AAA="}}`:   2,
-		`{"event":"media","media":{"payload":"AA=="}}`:     1,
-		`{"event":"media","media":{"payload":"\/\/\/\/"}}`: 3,
-		`{"event":"media","media":{"payload":""}}`:         0,
-		`{"event":"media","media":{"payload":"AAAA`:        -1,
-		`{"event":"media"}`:                                -1,
-	} {
-		got, ok := twilioPayloadBytes([]byte(msg))
-		if !ok {
-			got = -1
-		}
-		if got != want {
-			t.Errorf("twilioPayloadBytes(%s) = %d, want %d", msg, got, want)
-		}
-	}
-	if name, ok := twilioMarkName([]byte(`{"event":"mark","streamSid":"MZ1","mark":{"name":"a \"quoted\" one"}}`)); !ok || string(name) != `"a \"quoted\" one"` {
-		t.Errorf("mark name %s, %v", name, ok)
 	}
 }
 

@@ -11,10 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/host/transport"
 )
 
 // Saturation thresholds: a point beyond any of them is saturated. A p99 of
@@ -163,17 +162,24 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // runner is the plan of one point and its calls.
 type runner struct {
 	cfg        Config
-	url        string
+	proto      protocol
+	url        string // the WebSocket URL a call dials, or the TCP address
 	header     http.Header
 	metricsURL string
 	frames     int64         // per call
 	period     time.Duration // between a call's frames
+	frame      []byte        // the audio of every frame, in cfg.Format
+	frameBytes int           // its length: 20 ms
 	origin     time.Time     // the schedule's zero; durations below count from it
 	calls      []*call
 	shards     []*shard
 }
 
 func newRunner(cfg Config) (*runner, error) {
+	proto, err := cfg.protocol()
+	if err != nil {
+		return nil, err
+	}
 	url, err := cfg.callURL()
 	if err != nil {
 		return nil, err
@@ -182,7 +188,8 @@ func newRunner(cfg Config) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, url: url, metricsURL: murl, frames: cfg.frames(), period: cfg.period()}
+	r := &runner{cfg: cfg, proto: proto, url: url, metricsURL: murl, frames: cfg.frames(), period: cfg.period(),
+		frameBytes: cfg.Format.BytesPerMs() * frameMs}
 	if cfg.Token != "" {
 		r.header = http.Header{"Authorization": {"Bearer " + cfg.Token}}
 	}
@@ -190,15 +197,15 @@ func newRunner(cfg Config) (*runner, error) {
 	for i := range r.shards {
 		r.shards[i] = newShard()
 	}
-	frame := speechFrame()
+	r.frame = speechFrame(cfg.Format)
 	nonce := time.Now().UnixNano()
 	r.calls = make([]*call, cfg.Calls)
 	for i := range r.calls {
-		c := &call{r: r, index: i, shard: r.shards[i%len(r.shards)], fl: newFlight(r.frames, r.period),
-			typ: websocket.MessageBinary, msg: frame, buf: make([]byte, 4096)}
-		if cfg.Protocol == ProtocolTwilio {
-			c.typ = websocket.MessageText
-			c.open, c.msg, c.markHead = twilioMessages(nonce, i, cfg.Pipeline, frame)
+		c := &call{r: r, index: i, shard: r.shards[i%len(r.shards)], fl: newFlight(r.frames, r.period), buf: make([]byte, 4096)}
+		c.sess = proto.client.NewBotSession(transport.BotConfig{Format: cfg.Format, MaxAudio: maxReplyAudio(cfg.Format), Call: callInfo(cfg, nonce, i)})
+		if proto.server.Buffers() {
+			// The carrier plays the host's audio from a buffer of its own
+			// and returns each mark once the audio before it has played.
 			c.marks = make(chan markAck, maxMarks)
 		}
 		r.calls[i] = c
@@ -206,14 +213,37 @@ func newRunner(cfg Config) (*runner, error) {
 	return r, nil
 }
 
-// speechFrame is 20 ms of the host's speech-like test signal, μ-law: a
-// plugin that looks at the audio (a VAD, a gain) sees speech, not silence.
-// Every call sends it; the socket library masks a copy, so they can share.
-func speechFrame() []byte {
-	pcm := signal.Speech(8000, 0.5)
-	ulaw := make([]byte, len(pcm)/2)
-	codec.EncodeUlaw(ulaw, pcm)
-	return ulaw[len(ulaw)/2 : len(ulaw)/2+FrameBytes] // mid-syllable
+// maxReplyAudio is the most audio one message from the host may carry: a
+// second of it. The host sends 20 ms frames; more is a runaway.
+func maxReplyAudio(f codec.Format) int { return 1000 * f.BytesPerMs() }
+
+// callInfo is what call n of a run tells the server in its start message:
+// ids in Twilio's shape, unique to the run (nonce) and the call, and the
+// pipeline as a custom parameter.
+func callInfo(cfg Config, nonce int64, n int) transport.CallInfo {
+	info := transport.CallInfo{
+		CallID:    fmt.Sprintf("CA%016x%016x", uint64(nonce), n),
+		StreamID:  fmt.Sprintf("MZ%016x%016x", uint64(nonce), n),
+		AccountID: fmt.Sprintf("AC%032x", 0),
+		Route:     cfg.Pipeline,
+	}
+	if cfg.Pipeline != "" {
+		info.Params = map[string]string{"pipeline": cfg.Pipeline}
+	}
+	return info
+}
+
+// speechFrame is 20 ms of the host's speech-like test signal in format f:
+// a plugin that looks at the audio (a VAD, a gain) sees speech, not
+// silence. Every call sends it; what a protocol renders around it is the
+// session's, so they can share.
+func speechFrame(f codec.Format) []byte {
+	pcm := signal.Speech(f.Rate, 0.5)
+	enc := make([]byte, len(pcm))
+	enc = enc[:f.Encode(enc, pcm)]
+	n := f.BytesPerMs() * frameMs
+	mid := len(enc) / 2 / f.SampleBytes() * f.SampleBytes()
+	return enc[mid : mid+n : mid+n] // mid-syllable
 }
 
 // phase is call i's offset within a frame period: the calls' frames are
@@ -240,26 +270,12 @@ func (r *runner) firstSlot(i int, now time.Duration) time.Duration {
 	return p + periods*r.period
 }
 
-// dial opens one call's connection.
-func (r *runner) dial(ctx context.Context) (*websocket.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.DialTimeout)
-	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, r.url, &websocket.DialOptions{HTTPHeader: r.header})
-	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("connect: HTTP %d", resp.StatusCode)
-		}
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	return conn, nil
-}
-
 // abort closes every connection, ending the calls early.
 func (r *runner) abort() {
 	for _, c := range r.calls {
 		if conn := c.conn.Load(); conn != nil {
 			c.closing.Store(true)
-			_ = conn.CloseNow()
+			conn.close(false)
 		}
 	}
 }

@@ -20,7 +20,8 @@ var DefaultCounts = []int{10, 25, 50, 100, 250, 500, 1000}
 
 // SweepResult is a series of points, one per call count and repetition.
 type SweepResult struct {
-	// URL is the server's address as given, Protocol the protocol spoken.
+	// URL is the server's address as given (its TCP address for a
+	// protocol over TCP), Protocol the protocol spoken.
 	URL, Protocol string
 	// FPS and Duration are each call's frame rate and audio length.
 	FPS      int
@@ -62,7 +63,7 @@ func Sweep(ctx context.Context, cfg Config, counts []int, reps int, progress io.
 		return SweepResult{}, errors.New("loadgen: no call counts to sweep")
 	}
 	reps = max(reps, 1)
-	sr := SweepResult{URL: cfg.URL, Protocol: cfg.Protocol, FPS: cfg.FPS, Duration: cfg.Duration}
+	sr := SweepResult{URL: cfg.Target(), Protocol: cfg.Protocol, FPS: cfg.FPS, Duration: cfg.Duration}
 	murl, _ := cfg.metricsURL() // checked by withDefaults
 	scr := newScraper(murl)
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +194,60 @@ func TestAllocationsPerFrame(t *testing.T) {
 	// Not exactly zero: the runtime allocates now and then.
 	if perFrame > 0.05 {
 		t.Errorf("%.3f allocations per frame", perFrame)
+	}
+}
+
+// TestEveryProtocol runs a short load through every protocol registered
+// with both roles, each spoken through its client role in the first
+// format it carries, against a real server's echo route: loadgen needs
+// nothing of a protocol beyond what host/transport registers.
+func TestEveryProtocol(t *testing.T) {
+	url := newVoxhost(t)
+	var names []string
+	for _, p := range transport.Protocols() {
+		if _, err := transport.LookupDialect(p.Name()); err != nil {
+			continue // a server role only: nothing to call it with
+		}
+		names = append(names, p.Name())
+		t.Run(p.Name(), func(t *testing.T) {
+			cfg := loadgen.Config{URL: url, Protocol: p.Name(), Pipeline: "main", Calls: 3, Duration: 400 * time.Millisecond, Ramp: 60 * time.Millisecond}
+			if _, ok := p.(transport.Framer); ok {
+				t.Skip("a protocol over TCP needs the server's TCP listener")
+			}
+			res, err := loadgen.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("rtt p50 %v p99 %v, %d marks returned", res.RTT.P50, res.RTT.P99, res.MarksReturned)
+			if res.FramesReceived != res.FramesDue || res.ExtraReplies != 0 || res.ConnectionsFailed != 0 {
+				t.Errorf("received %d of %d, %d extra, errors %q", res.FramesReceived, res.FramesDue, res.ExtraReplies, res.Errors)
+			}
+		})
+	}
+	for _, want := range []string{loadgen.ProtocolRaw, loadgen.ProtocolTwilio, "audiosocket"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s is not among the protocols run (%v)", want, names)
+		}
+	}
+}
+
+// TestL16Calls sends L16 at 16 and 24 kHz on the raw protocol, whose
+// format goes in the URL: frames are 20 ms of the format, and so are the
+// answers they are matched by.
+func TestL16Calls(t *testing.T) {
+	url := newVoxhost(t)
+	for _, rate := range []int{16000, 24000} {
+		res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Protocol: loadgen.ProtocolRaw, Format: codec.Format{Encoding: codec.L16, Rate: rate},
+			Calls: 2, Duration: 300 * time.Millisecond, Ramp: 40 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FramesReceived != res.FramesDue || res.FramesDue != 30 || res.ExtraReplies != 0 || res.ConnectionsFailed != 0 {
+			t.Errorf("%d Hz: received %d of %d, %d extra, errors %q", rate, res.FramesReceived, res.FramesDue, res.ExtraReplies, res.Errors)
+		}
+	}
+	_, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Protocol: loadgen.ProtocolTwilio, Format: codec.Format{Encoding: codec.L16, Rate: 16000}, Calls: 1})
+	if err == nil || !strings.Contains(err.Error(), "the twilio dialect carries μ-law at 8000 Hz only") {
+		t.Errorf("L16 on Twilio: %v", err)
 	}
 }
