@@ -32,9 +32,11 @@ const audioSocketName = "audiosocket"
 // host paces what it sends (Buffers is false).
 //
 // The stream's format is slin at 8 kHz, what the AudioSocket() application
-// always sends, until the first audio frame fixes it by its type (or the
-// host reads Format after the UUID frame, which fixes it as it stands); a
-// later frame of another type is an error. The host carries 8, 16 and 24 kHz;
+// always sends, until the first audio frame fixes it by its type; a later
+// frame of another type is an error. ReadMessage lets the UUID frame know
+// the type of the frame after it, so that the format is fixed as the call
+// starts; without that (a reader that cannot peek) the host's reading
+// Format after the UUID frame fixes it as it stands. The host carries 8, 16 and 24 kHz;
 // the other rates are refused as unsupported, naming the rate. A session
 // made with ?rate=N in its SessionConfig.Query (as the server's config may
 // set for its listener) is fixed at that rate from the start.
@@ -118,9 +120,37 @@ func (audioSocket) NewSession(cfg SessionConfig) (Session, error) {
 // buffer grows to the largest frame read, within limit, and is reused
 // after that, so reading allocates nothing once a call's frames have been
 // seen.
+//
+// The UUID frame starts the call, but only the audio after it says the
+// stream's rate, and the host builds the call's pipeline at the start. So
+// where r can peek (a *bufio.Reader, as the server reads a TCP leg
+// through), the UUID frame comes with one byte more: the type of the frame
+// after it, waited for and left unread. Decode takes the stream's rate from
+// it, and refuses a rate the host does not carry before anything is built.
 func (audioSocket) ReadMessage(r io.Reader, buf *[]byte, limit int) (MessageType, []byte, error) {
-	return readAudioSocketFrame(r, buf, limit)
+	typ, msg, err := readAudioSocketFrame(r, buf, limit)
+	if err != nil || msg[0] != asUUID || len(msg) != asUUIDFrame {
+		return typ, msg, err
+	}
+	p, ok := r.(interface{ Peek(int) ([]byte, error) })
+	if !ok {
+		return typ, msg, nil
+	}
+	next, err := p.Peek(1)
+	if err != nil {
+		// Nothing after the UUID: the read that follows says why.
+		return typ, msg, nil
+	}
+	if len(*buf) == len(msg) {
+		*buf = append(*buf, 0)
+	}
+	msg = (*buf)[:len(msg)+1]
+	msg[len(msg)-1] = next[0]
+	return typ, msg, nil
 }
+
+// asUUIDFrame is the length of a UUID frame.
+const asUUIDFrame = asHeader + 16
 
 // readAudioSocketFrame is ReadMessage for both roles.
 func readAudioSocketFrame(r io.Reader, buf *[]byte, limit int) (MessageType, []byte, error) {
@@ -183,6 +213,10 @@ func (s *audioSocketSession) Format() codec.Format {
 // drops the messages it has no use for.
 func (s *audioSocketSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
+	next := -1 // the type of the frame after a UUID frame, as ReadMessage peeked it
+	if len(msg) == asUUIDFrame+1 && msg[0] == asUUID && binary.BigEndian.Uint16(msg[1:asHeader]) == 16 {
+		next, msg = int(msg[asUUIDFrame]), msg[:asUUIDFrame]
+	}
 	kind, payload, err := splitAudioSocketFrame(typ, msg)
 	if err != nil {
 		return err
@@ -191,7 +225,13 @@ func (s *audioSocketSession) Decode(typ MessageType, msg []byte, in *Inbound) er
 	case kind == asHangup:
 		in.Kind = KindStop
 	case kind == asUUID:
-		return s.uuid(payload, in)
+		if err := s.uuid(payload, in); err != nil || next < asSlin8k || next > asSlinLast {
+			return err
+		}
+		if err := s.fix(byte(next)); err != nil {
+			*in = Inbound{}
+			return err
+		}
 	case kind == asDTMF:
 		if !s.started {
 			return protocolErrorf(audioSocketName, "DTMF before the UUID frame: Asterisk sends the call's UUID first")
@@ -240,6 +280,19 @@ func (s *audioSocketSession) uuid(payload []byte, in *Inbound) error {
 // audio decodes a slin frame of the given type: the first fixes the
 // stream's rate.
 func (s *audioSocketSession) audio(kind byte, payload []byte, in *Inbound) error {
+	if err := s.fix(kind); err != nil {
+		return err
+	}
+	if err := checkAudio(audioSocketName, len(payload), s.maxAudio, s.format); err != nil {
+		return err
+	}
+	in.Kind, in.Audio = KindAudio, payload
+	return nil
+}
+
+// fix makes the rate of the audio type kind the stream's, or says why it
+// cannot be: the host does not carry it, or the stream has another.
+func (s *audioSocketSession) fix(kind byte) error {
 	rate := asRates[kind-asSlin8k]
 	if rate != s.format.Rate {
 		if s.fixed {
@@ -253,10 +306,6 @@ func (s *audioSocketSession) audio(kind byte, payload []byte, in *Inbound) error
 		s.format, s.maxAudio = f, s.maxFrameMs*f.BytesPerMs()
 	}
 	s.fixed = true
-	if err := checkAudio(audioSocketName, len(payload), s.maxAudio, s.format); err != nil {
-		return err
-	}
-	in.Kind, in.Audio = KindAudio, payload
 	return nil
 }
 

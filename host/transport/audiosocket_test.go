@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -572,14 +573,16 @@ func FuzzAudioSocketBotDecode(f *testing.F) {
 	})
 }
 
-// FuzzAudioSocketReadMessage reads frames from any stream: each is whole
-// and within the limit, and the stream ends in io.EOF at a frame boundary,
-// io.ErrUnexpectedEOF inside one or a Limit error.
+// FuzzAudioSocketReadMessage reads frames from any stream, through a
+// reader that can peek as the server's does: each is whole and within the
+// limit (a UUID frame with the next frame's type after it), and the stream
+// ends in io.EOF at a frame boundary, io.ErrUnexpectedEOF inside one or a
+// Limit error.
 func FuzzAudioSocketReadMessage(f *testing.F) {
 	const limit = 1 << 10
 	framer := transport.AudioSocket().(transport.Framer)
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		r := bytes.NewReader(stream)
+		r := bufio.NewReaderSize(bytes.NewReader(stream), 16)
 		var buf []byte
 		read := 0
 		for {
@@ -604,10 +607,73 @@ func FuzzAudioSocketReadMessage(f *testing.F) {
 			case err != nil:
 				t.Fatalf("error %v (%T)", err, err)
 			}
-			if len(msg) > limit || len(msg) < 3 || !bytes.Equal(msg, stream[read:read+len(msg)]) || int(binary.BigEndian.Uint16(msg[1:3])) != len(msg)-3 {
+			n := len(msg)
+			if n == 20 && msg[0] == 0x01 && msg[2] == 16 {
+				n = 19 // the UUID frame and the next frame's type, unread
+			}
+			if n > limit || n < 3 || len(msg) > len(stream)-read || !bytes.Equal(msg, stream[read:read+len(msg)]) || int(binary.BigEndian.Uint16(msg[1:3])) != n-3 {
 				t.Fatalf("read % x, not the next whole frame", msg)
 			}
-			read += len(msg)
+			read += n
 		}
 	})
+}
+
+// Read through a reader that can peek, as the server reads a TCP leg, the
+// UUID frame knows the type of the frame after it, so that the stream's
+// rate is fixed as the call starts: the host builds its pipeline then.
+func TestAudioSocketRateKnownAtTheStart(t *testing.T) {
+	framer := transport.AudioSocket().(transport.Framer)
+	for _, tt := range []struct {
+		name string
+		next []byte // what follows the UUID frame
+		rate int
+		want string // the start's error, if any
+	}{
+		{"16 kHz", asFrame(0x12, slin(16000, 640)), 16000, ""},
+		{"24 kHz", asFrame(0x13, slin(24000, 960)), 24000, ""},
+		{"8 kHz", asFrame(0x10, slin(8000, 320)), 8000, ""},
+		{"a digit first", asFrame(0x03, []byte("1")), 8000, ""},
+		{"nothing", nil, 8000, ""},
+		{"48 kHz", asFrame(0x16, slin(48000, 1920)), 0,
+			"audiosocket: slin at 48 kHz (type 0x16) is not carried; voxhost takes slin at 8, 16 or 24 kHz (types 0x10, 0x12, 0x13)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := bufio.NewReader(bytes.NewReader(append(asFrame(0x01, asUUIDBytes), tt.next...)))
+			var buf []byte
+			typ, msg, err := framer.ReadMessage(r, &buf, 64<<10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := audioSocket(t, nil)
+			var in transport.Inbound
+			err = s.Decode(typ, msg, &in)
+			if tt.want != "" {
+				if perr := wantProtocolError(t, err, "audiosocket", tt.want); !perr.Unsupported {
+					t.Error("refused, but not as unsupported")
+				}
+				return
+			}
+			if err != nil || in.Kind != transport.KindStart || in.Start.CallID != asUUIDText {
+				t.Fatalf("%v %+v", err, in)
+			}
+			if f := s.Format(); f.Rate != tt.rate {
+				t.Errorf("Format at the start %v, want %d Hz", f, tt.rate)
+			}
+			// The frame after is still to be read, and decodes.
+			typ, msg, err = framer.ReadMessage(r, &buf, 64<<10)
+			if tt.next == nil {
+				if err != io.EOF {
+					t.Errorf("after the UUID: %v, want io.EOF", err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(msg, tt.next) {
+				t.Fatalf("the next frame: %v, % x", err, msg[:3])
+			}
+			if err := s.Decode(typ, msg, &in); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
