@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"runtime"
 	"slices"
@@ -24,12 +25,19 @@ import (
 // newVoxhost serves the passthrough pipeline, named "main", on a loopback
 // port and returns its ws:// URL; tokens, if any, are required.
 func newVoxhost(t testing.TB, tokens ...string) string {
-	return newVoxhostRoutes(t, nil, tokens...)
+	url, _ := newVoxhostServer(t, nil, tokens...)
+	return url
 }
 
 // newVoxhostRoutes is newVoxhost with a route "relay" besides "main",
 // the same pipeline relayed to upstream, when that is not nil.
 func newVoxhostRoutes(t testing.TB, upstream *server.Upstream, tokens ...string) string {
+	url, _ := newVoxhostServer(t, upstream, tokens...)
+	return url
+}
+
+// newVoxhostServer is newVoxhostRoutes that returns the server too.
+func newVoxhostServer(t testing.TB, upstream *server.Upstream, tokens ...string) (string, *server.Server) {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
@@ -61,7 +69,30 @@ func newVoxhostRoutes(t testing.TB, upstream *server.Upstream, tokens ...string)
 		cat.Close(ctx)
 		rt.Close(ctx)
 	})
-	return "ws" + strings.TrimPrefix(hs.URL, "http")
+	return "ws" + strings.TrimPrefix(hs.URL, "http"), s
+}
+
+// serveStream serves s's calls of proto, a protocol over TCP, on a
+// loopback port and returns its address.
+func serveStream(t testing.TB, s *server.Server, proto transport.Protocol) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.ServeStream(ctx, l, proto, ""); err != nil {
+			t.Errorf("ServeStream: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return l.Addr().String()
 }
 
 // TestThroughARelay calls a route relayed to the bot simulator in echo
@@ -202,7 +233,7 @@ func TestAllocationsPerFrame(t *testing.T) {
 // format it carries, against a real server's echo route: loadgen needs
 // nothing of a protocol beyond what host/transport registers.
 func TestEveryProtocol(t *testing.T) {
-	url := newVoxhost(t)
+	url, srv := newVoxhostServer(t, nil)
 	var names []string
 	for _, p := range transport.Protocols() {
 		if _, err := transport.LookupDialect(p.Name()); err != nil {
@@ -212,7 +243,8 @@ func TestEveryProtocol(t *testing.T) {
 		t.Run(p.Name(), func(t *testing.T) {
 			cfg := loadgen.Config{URL: url, Protocol: p.Name(), Pipeline: "main", Calls: 3, Duration: 400 * time.Millisecond, Ramp: 60 * time.Millisecond}
 			if _, ok := p.(transport.Framer); ok {
-				t.Skip("a protocol over TCP needs the server's TCP listener")
+				// Its own listener, whose route is the default.
+				cfg.TCPAddr, cfg.Pipeline = serveStream(t, srv, p), ""
 			}
 			res, err := loadgen.Run(context.Background(), cfg)
 			if err != nil {
@@ -232,18 +264,22 @@ func TestEveryProtocol(t *testing.T) {
 }
 
 // TestL16Calls sends L16 at 16 and 24 kHz on the raw protocol, whose
-// format goes in the URL: frames are 20 ms of the format, and so are the
-// answers they are matched by.
+// format goes in the URL, and on AudioSocket, whose frames' type says it:
+// frames are 20 ms of the format, and so are the answers they are matched
+// by.
 func TestL16Calls(t *testing.T) {
-	url := newVoxhost(t)
+	url, srv := newVoxhostServer(t, nil)
+	tcp := serveStream(t, srv, transport.AudioSocket())
 	for _, rate := range []int{16000, 24000} {
-		res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Protocol: loadgen.ProtocolRaw, Format: codec.Format{Encoding: codec.L16, Rate: rate},
-			Calls: 2, Duration: 300 * time.Millisecond, Ramp: 40 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.FramesReceived != res.FramesDue || res.FramesDue != 30 || res.ExtraReplies != 0 || res.ConnectionsFailed != 0 {
-			t.Errorf("%d Hz: received %d of %d, %d extra, errors %q", rate, res.FramesReceived, res.FramesDue, res.ExtraReplies, res.Errors)
+		for _, cfg := range []loadgen.Config{{URL: url, Protocol: loadgen.ProtocolRaw}, {TCPAddr: tcp, Protocol: "audiosocket"}} {
+			cfg.Format, cfg.Calls, cfg.Duration, cfg.Ramp = codec.Format{Encoding: codec.L16, Rate: rate}, 2, 300*time.Millisecond, 40*time.Millisecond
+			res, err := loadgen.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.FramesReceived != res.FramesDue || res.FramesDue != 30 || res.ExtraReplies != 0 || res.ConnectionsFailed != 0 {
+				t.Errorf("%s at %d Hz: received %d of %d, %d extra, errors %q", cfg.Protocol, rate, res.FramesReceived, res.FramesDue, res.ExtraReplies, res.Errors)
+			}
 		}
 	}
 	_, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Protocol: loadgen.ProtocolTwilio, Format: codec.Format{Encoding: codec.L16, Rate: 16000}, Calls: 1})
