@@ -228,6 +228,8 @@ func (c *call) handle(t0 time.Time) bool {
 	case transport.KindStop:
 		c.stop()
 		return false
+	case transport.KindError:
+		c.log.Warn("the caller reported an error", "error", c.msg.Text)
 	case transport.KindPause, transport.KindResume:
 		// Only a relay queues audio for the caller; an echo answers frame
 		// for frame, which a caller's queue keeps up with.
