@@ -16,13 +16,16 @@ func pluginNewCommand() *cli.Command {
 		Usage:     "write the project of a new plugin, with its SDK, that builds with make (" + strings.Join(scaffold.IDs(), ", ") + ")",
 		ArgsUsage: "NAME [DIR]  (DIR defaults to ./NAME; it must not exist or be empty)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "lang", Aliases: []string{"l"}, Required: true, Usage: "the plugin's language: " + strings.Join(scaffold.IDs(), ", ")},
+			&cli.StringFlag{Name: "lang", Aliases: []string{"l"}, Usage: "the plugin's language: " + strings.Join(scaffold.IDs(), ", ")},
 		},
 		Action: func(c *cli.Context) error {
-			for _, a := range c.Args().Slice() {
-				if strings.HasPrefix(a, "-") {
-					return fmt.Errorf("new: flags go before NAME, e.g. voxhost plugin new %s NAME", a)
-				}
+			// Checked here rather than as a required flag, so that a --lang
+			// after NAME is explained rather than reported missing.
+			if err := flagsFirst(c, "NAME", "LANG NAME"); err != nil {
+				return err
+			}
+			if c.String("lang") == "" {
+				return fmt.Errorf("new needs --lang, one of %s, e.g. voxhost plugin new --lang c my-gain", strings.Join(scaffold.IDs(), ", "))
 			}
 			if c.NArg() < 1 || c.NArg() > 2 {
 				return fmt.Errorf("new needs a plugin NAME and optionally a DIR, e.g. voxhost plugin new --lang c my-gain")

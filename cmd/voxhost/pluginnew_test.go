@@ -121,3 +121,34 @@ func eventLines(out string) []string {
 	}
 	return events
 }
+
+// TestPluginNewExplainsItsArguments: a flag after NAME, no --lang, a bad
+// name or language, and a directory in use each say what to do.
+func TestPluginNewExplainsItsArguments(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "taken"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"my-gain", "--lang", "c"}, "flags go before NAME, e.g. voxhost plugin new --lang LANG NAME"},
+		{[]string{"my-gain"}, "new needs --lang, one of c, cpp, rust, assemblyscript, go, wat"},
+		{[]string{"--lang", "c"}, "new needs a plugin NAME"},
+		{[]string{"--lang", "basic", "x"}, `unknown language "basic"`},
+		{[]string{"--lang", "c", "MyGain"}, "lower-case"},
+		{[]string{"--lang", "c", "x", dir}, "exists and is not empty"},
+	} {
+		err := voxhost(t, append([]string{"plugin", "new"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("plugin new %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	if err := voxhost(t, "plugin", "new", "-l", "wat", "ok", filepath.Join(dir, "ok")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ok", "ok.wat")); err != nil {
+		t.Error(err)
+	}
+}
