@@ -130,9 +130,9 @@ func (t *twilioSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	case textIs(f.event, "start"):
 		return t.start(msg, in)
 	case textIs(f.event, "dtmf"):
-		return decodeTwilioDTMF(msg, in)
+		return decodeCarrierDTMF(twilioName, msg, in)
 	case textIs(f.event, "mark"):
-		return decodeTwilioMark(msg, in)
+		return decodeCarrierMark(twilioName, msg, in)
 	case textIs(f.event, "stop"):
 		in.Kind = KindStop
 	}
@@ -278,44 +278,6 @@ func checkStart(streamSid, callSid, accountSid string, tracks []string, params m
 		}
 	}
 	return CheckParams("start.customParameters", params)
-}
-
-func decodeTwilioDTMF(msg []byte, in *Inbound) error {
-	var m struct {
-		DTMF *struct {
-			Digit string `json:"digit"`
-		} `json:"dtmf"`
-	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(twilioName, "bad dtmf message: %v", err)
-	}
-	if m.DTMF == nil {
-		return protocolErrorf(twilioName, "dtmf message without a dtmf object")
-	}
-	if d := m.DTMF.Digit; len(d) != 1 || !validDigit(d[0]) {
-		return protocolErrorf(twilioName, "dtmf.digit %s is not one of 0-9 * # A-D", excerpt(d))
-	}
-	in.Kind, in.Digit = KindDTMF, m.DTMF.Digit[0]
-	return nil
-}
-
-func decodeTwilioMark(msg []byte, in *Inbound) error {
-	var m struct {
-		Mark *struct {
-			Name string `json:"name"`
-		} `json:"mark"`
-	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(twilioName, "bad mark message: %v", err)
-	}
-	if m.Mark == nil {
-		return protocolErrorf(twilioName, "mark message without a mark object")
-	}
-	if err := CheckMark("mark.name", m.Mark.Name); err != nil {
-		return limitError(twilioName, err)
-	}
-	in.Kind, in.Mark = KindMark, m.Mark.Name
-	return nil
 }
 
 // Format is μ-law at 8 kHz: Twilio carries nothing else.

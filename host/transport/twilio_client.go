@@ -209,7 +209,7 @@ func (t *twilioBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		}
 		in.Kind, in.Audio = KindAudio, t.audio[:n]
 	case textIs(f.event, "mark"):
-		return decodeTwilioMark(msg, in)
+		return decodeCarrierMark(twilioName, msg, in)
 	case textIs(f.event, "clear"):
 		in.Kind = KindClear
 	}
