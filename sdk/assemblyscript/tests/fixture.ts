@@ -14,6 +14,7 @@ import {
   isDTMFKey,
   isKnownEvent,
   eventName,
+  gainToDb,
   log,
   maxSamples,
   metadata,
@@ -126,6 +127,26 @@ export function t_emit(which: i32): void {
     for (let i = 0; i < 1000; i++) d.raw("1234,");
     d.raw("0]").emit("test.big");
   } else if (which == 4) emit("a".repeat(65), "1");
+}
+
+// fixed(v, d) or scaled(v, d), emitted as the data of "t".
+export function t_fixed(v: f64, d: i32): void {
+  eventData().fixed(v, d).emit("t");
+}
+export function t_scaled(v: i64, d: i32): void {
+  eventData().scaled(v, d).emit("t");
+}
+export function t_gainToDb(g: f64): f64 {
+  return gainToDb(g);
+}
+const ALLOWED: StaticArray<string> = ["rate_hz", "depth"];
+// checkKeys against ALLOWED; the unknown key, if any, is logged.
+export function t_checkKeys(len: i32): bool {
+  return config(len).checkKeys("t", ALLOWED);
+}
+// The keys, joined by commas, logged.
+export function t_keys(len: i32): void {
+  log(LogInfo, config(len).keys().join(","));
 }
 
 export function t_eventName(kind: i32): void {

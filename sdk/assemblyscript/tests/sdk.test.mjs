@@ -196,6 +196,43 @@ test("emit and event data", () => {
   assert.equal(calls.at(-1).nameLen, 65);
 });
 
+test("fixed and scaled decimals: every SDK's text", () => {
+  const { x, calls } = instance();
+  const fixed = (v, d) => (x.t_fixed(v, d), calls.at(-1).data);
+  const scaled = (v, d) => (x.t_scaled(v, d), calls.at(-1).data);
+  // The cases of sdk/go's and sdk/rust's own tests.
+  for (const [v, d, want] of [[-1234n, 2, "-12.34"], [5n, 3, "0.005"], [-5n, 2, "-0.05"], [0n, 2, "0.00"], [42n, 0, "42"],
+    [-9223372036854775808n, 0, "-9223372036854775808"], [9223372036854775807n, 18, "9.223372036854775807"]]) {
+    assert.equal(scaled(v, d), want, `scaled(${v}, ${d})`);
+  }
+  for (const [v, d, want] of [[-3.14159, 2, "-3.14"], [2.5, 0, "3"], [-2.5, 0, "-3"], [0.125, 2, "0.13"], [-0.004, 2, "0.00"],
+    [-0, 1, "0.0"], [1.005, 2, "1.00"], [123456.789, 9, "123456.789000000"], [NaN, 2, "null"], [-Infinity, 2, "null"],
+    [1e18, 0, "null"], [-6.0206, 2, "-6.02"]]) {
+    assert.equal(fixed(v, d), want, `fixed(${v}, ${d})`);
+  }
+});
+
+test("gainToDb", () => {
+  const { x } = instance();
+  assert.ok(Math.abs(x.t_gainToDb(0.5) + 6.020599913279624) < 1e-12);
+  assert.equal(x.t_gainToDb(1), 0);
+  assert.equal(x.t_gainToDb(0), -Infinity);
+});
+
+test("config keys: listed, and an unknown one refused", () => {
+  const { x, calls, json } = instance();
+  let n = json(' { "rate_hz" : 5, "nested": {"depth": 1}, "s": "depth", "depth": 0.5 } ');
+  x.t_keys(n);
+  assert.equal(calls.at(-1).text, "rate_hz,nested,s,depth");
+  assert.equal(x.t_checkKeys(n), 0); // false
+  assert.deepEqual(calls.at(-1), { fn: "log", level: 3, text: 't: unknown config key "nested"', len: 29 });
+  n = json('{"depth":0.5,"rate_hz":4}');
+  const before = calls.length;
+  assert.equal(x.t_checkKeys(n), 1); // true
+  assert.equal(calls.length, before, "nothing logged");
+  assert.equal(x.t_checkKeys(json("{}")), 1);
+});
+
 test("event helpers", () => {
   const { x, calls } = instance();
   const names = [0, 1, 2, 3, 4, 5, 6].map((k) => (x.t_eventName(k), calls.at(-1).text));
