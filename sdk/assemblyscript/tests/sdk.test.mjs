@@ -225,7 +225,7 @@ test("config keys: listed, and an unknown one refused", () => {
   x.t_keys(n);
   assert.equal(calls.at(-1).text, "rate_hz,nested,s,depth");
   assert.equal(x.t_checkKeys(n), 0); // false
-  assert.deepEqual(calls.at(-1), { fn: "log", level: 3, text: 't: unknown config key "nested"', len: 29 });
+  assert.deepEqual(calls.at(-1), { fn: "log", level: 3, text: 't: unknown config key "nested"', len: 30 });
   n = json('{"depth":0.5,"rate_hz":4}');
   const before = calls.length;
   assert.equal(x.t_checkKeys(n), 1); // true
