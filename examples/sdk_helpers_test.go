@@ -190,3 +190,24 @@ func TestSDKHelpersAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestRustSDK runs the Rust SDK's own tests (cargo test in sdk/rust, on the
+// build machine, where std is there to compare with): exp and ln within
+// 1 ulp, powf and the dB conversions within what its README states, the
+// fixed-point text, the config reader.
+func TestRustSDK(t *testing.T) {
+	cargo, err := exec.LookPath("/usr/bin/cargo")
+	if err != nil {
+		msg := "/usr/bin/cargo not installed: run make toolchains"
+		if os.Getenv(requiredEnv) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	cmd := exec.Command(cargo, "test", "--offline", "--quiet")
+	cmd.Dir = "../sdk/rust"
+	cmd.Env = append(os.Environ(), "RUSTC=/usr/bin/rustc", "RUSTDOC=/usr/bin/rustdoc")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cargo test: %v\n%s", err, out)
+	}
+}
