@@ -5,7 +5,6 @@
 package examples_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
 	voxhost "github.com/voxhost/voxhost/sdk/go"
@@ -148,13 +146,7 @@ func clipReference(cfg clipConfig, input []int16, lengths []int) ([]int16, []emi
 // (cycled) with clipEvents, then flushes.
 func (c *call) runClip(tb testing.TB, input []int16, lengths []int) []int16 {
 	tb.Helper()
-	var out []byte
-	src := &pipeline.PCM{}
-	pcm := make([]byte, 2*len(input))
-	for i, s := range input {
-		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(s))
-	}
-	for frame, off := 0, 0; off < len(pcm); frame++ {
+	return c.feed(tb, input, lengths, func(frame int) {
 		for _, e := range clipEvents {
 			if e.Frame == frame {
 				if err := c.p.Event(e.Kind, e.Arg, nil); err != nil {
@@ -162,22 +154,7 @@ func (c *call) runClip(tb testing.TB, input []int16, lengths []int) []int16 {
 				}
 			}
 		}
-		end := min(off+2*lengths[frame%len(lengths)], len(pcm))
-		src.Frame = pcm[off:end]
-		view, err := c.p.Process(src)
-		if err != nil {
-			tb.Fatalf("frame %d: %v", frame, err)
-		}
-		out = append(out, view...)
-		off = end
-	}
-	if err := c.p.Flush(func(tail []byte) error { out = append(out, tail...); return nil }); err != nil {
-		tb.Fatalf("flush: %v", err)
-	}
-	if len(c.faults) > 0 {
-		tb.Fatalf("faults: %s", strings.Join(c.faults, "; "))
-	}
-	return signal.Samples(out)
+	})
 }
 
 type clipConfig struct {

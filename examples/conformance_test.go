@@ -320,13 +320,7 @@ func startCall(tb testing.TB, def *pipeline.Definition, rate int, logger *slog.L
 // keys before their frames, then flushes; it returns the output samples.
 func (c *call) run(tb testing.TB, input []int16, lengths []int, keys []keyPress) []int16 {
 	tb.Helper()
-	pcm := make([]byte, 2*len(input))
-	for i, s := range input {
-		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(s))
-	}
-	var out []byte
-	src := &pipeline.PCM{}
-	for frame, off := 0, 0; off < len(pcm); frame++ {
+	return c.feed(tb, input, lengths, func(frame int) {
 		for _, k := range keys {
 			if k.Frame == frame {
 				if err := c.p.Event(abi.EventDTMF, int32(k.Key), nil); err != nil {
@@ -334,6 +328,22 @@ func (c *call) run(tb testing.TB, input []int16, lengths []int, keys []keyPress)
 				}
 			}
 		}
+	})
+}
+
+// feed runs input through the call in frames of the given lengths (cycled),
+// calling before(frame) ahead of each, then flushes; it returns the output
+// samples, the flushed tail included.
+func (c *call) feed(tb testing.TB, input []int16, lengths []int, before func(frame int)) []int16 {
+	tb.Helper()
+	pcm := make([]byte, 2*len(input))
+	for i, s := range input {
+		binary.LittleEndian.PutUint16(pcm[2*i:], uint16(s))
+	}
+	var out []byte
+	src := &pipeline.PCM{}
+	for frame, off := 0, 0; off < len(pcm); frame++ {
+		before(frame)
 		end := min(off+2*lengths[frame%len(lengths)], len(pcm))
 		src.Frame = pcm[off:end]
 		view, err := c.p.Process(src)
