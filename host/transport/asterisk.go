@@ -44,8 +44,8 @@ const asteriskName = "asterisk"
 // clear, MARK_MEDIA to mark, HANGUP to end the call and ANSWER when asked.
 //
 // The channel's format is ulaw, alaw, slin, slin16 or slin24 (μ-law or
-// A-law at 8 kHz, L16 at 8, 16 or 24 kHz; slin is the host's byte order,
-// little-endian on every machine Asterisk is built for); others are
+// A-law at 8 kHz, L16 at 8, 16 or 24 kHz; slin is in the byte order of
+// the machine Asterisk runs on, little-endian on x86 and ARM); others are
 // refused as unsupported. A message over 65,500 bytes makes Asterisk hang
 // the call up, so the host never renders one and refuses one as a limit;
 // Asterisk drops a command over 128 bytes, so a mark name that would make

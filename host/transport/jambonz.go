@@ -31,12 +31,12 @@ const jambonzName = "jambonz"
 // jambonz's marks cannot say when the audio before them has played: its
 // module holds a mark until the next binary frame arrives and puts it in
 // the audio as a sample of value 0xFFFF, so a mark after a bot's last
-// words returns only when the bot speaks again, and any sample of -1 in
-// the audio that follows fires a mark early; it also holds 30 at most,
+// words returns only when the bot speaks again, and while one is out any
+// sample of -1 played fires it early (and is dropped); it holds 30 at most,
 // and writes their names back into JSON unescaped. The host's own clock
 // tells a bot when its marks have played instead. The same module holds
-// the tail of a bot's speech, under 80 ms, until more audio comes: that is
-// jambonz's, and the host cannot flush it.
+// back the tail of a bot's speech, up to 640 samples (80 ms at 8 kHz),
+// until more audio comes: that is jambonz's, and the host cannot flush it.
 var jambonz = &forkFlavor{
 	name: jambonzName, path: "/jambonz", module: "jambonz",
 	subprotocols: []string{"audio.jambonz.org"},
