@@ -117,20 +117,22 @@ func TestWATTemplate(t *testing.T) {
 // size, memory and warnings (go test -v), the numbers of examples/README.md.
 func TestBuilds(t *testing.T) {
 	for _, lang := range languages {
-		t.Run(lang, func(t *testing.T) {
-			bin, err := os.ReadFile(wasmPath(t, lang))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := host(t).Runtime().Inspect(context.Background(), "tremolo.wasm", bin)
-			if !rep.Valid {
-				t.Fatalf("invalid: %q", rep.Problems)
-			}
-			max := "no maximum"
-			if rep.MemoryMaxPages > 0 {
-				max = fmt.Sprintf("max %d", rep.MemoryMaxPages)
-			}
-			t.Logf("%d bytes; memory %d pages, %s; warnings %q", rep.Size, rep.MemoryMinPages, max, rep.Warnings)
-		})
+		for _, name := range []string{"tremolo", "clipper"} {
+			t.Run(lang+"/"+name, func(t *testing.T) {
+				bin, err := os.ReadFile(examplePath(t, lang, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := host(t).Runtime().Inspect(context.Background(), name+".wasm", bin)
+				if !rep.Valid {
+					t.Fatalf("invalid: %q", rep.Problems)
+				}
+				max := "no maximum"
+				if rep.MemoryMaxPages > 0 {
+					max = fmt.Sprintf("max %d", rep.MemoryMaxPages)
+				}
+				t.Logf("%d bytes; memory %d pages, %s; warnings %q", rep.Size, rep.MemoryMinPages, max, rep.Warnings)
+			})
+		}
 	}
 }
