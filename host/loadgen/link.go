@@ -43,7 +43,7 @@ func (r *runner) dial(ctx context.Context) (*link, error) {
 		}
 		return &link{tcp: conn, r: bufio.NewReaderSize(conn, 4096), framer: f}, nil
 	}
-	conn, resp, err := websocket.Dial(ctx, r.url, &websocket.DialOptions{HTTPHeader: r.header})
+	conn, resp, err := websocket.Dial(ctx, r.url, &websocket.DialOptions{HTTPHeader: r.header, Subprotocols: transport.SubprotocolsOf(r.proto.client)})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			return nil, fmt.Errorf("connect: HTTP %d", resp.StatusCode)

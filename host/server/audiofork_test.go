@@ -208,12 +208,6 @@ func TestForkSubprotocols(t *testing.T) {
 		c := dialFork(t, h.url+path, sub)
 		got := c.Subprotocol()
 		c.CloseNow()
-		if got == "" {
-			// The modules' clients (libwebsockets) go on without one; the
-			// server accepts it once it passes Protocol.Subprotocols to
-			// websocket.Accept.
-			t.Skipf("%s: the server does not negotiate the protocol's subprotocols yet", path)
-		}
 		if got != sub {
 			t.Errorf("%s: subprotocol %q, want %q", path, got, sub)
 		}

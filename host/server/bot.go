@@ -86,7 +86,7 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 	url := transport.ExpandURL(u.URL, info)
 	t0 := time.Now()
 	dctx, cancel := context.WithTimeout(context.Background(), timeout)
-	conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPHeader: u.Header})
+	conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPHeader: u.Header, Subprotocols: transport.SubprotocolsOf(u.Dialect)})
 	cancel()
 	name := u.Dialect.Name()
 	if err != nil {

@@ -584,6 +584,7 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			}
 		}
 		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+			Subprotocols:       transport.SubprotocolsOf(proto),
 			OriginPatterns:     s.opts.Origins,
 			InsecureSkipVerify: slices.Contains(s.opts.Origins, "*"),
 		})

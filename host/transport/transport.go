@@ -218,6 +218,23 @@ type Framer interface {
 	ReadMessage(r io.Reader, buf *[]byte, limit int) (MessageType, []byte, error)
 }
 
+// Subprotocoler is implemented by protocols and dialects whose WebSocket
+// has a subprotocol (jambonz's audio.jambonz.org, mod_audio_fork's
+// audio.drachtio.org): the server accepts, and a bot leg or the load
+// generator offers, these.
+type Subprotocoler interface {
+	// Subprotocols lists the subprotocols, preferred first.
+	Subprotocols() []string
+}
+
+// SubprotocolsOf returns v's subprotocols, or none.
+func SubprotocolsOf(v any) []string {
+	if sp, ok := v.(Subprotocoler); ok {
+		return sp.Subprotocols()
+	}
+	return nil
+}
+
 // ProtocolError is an inbound message a protocol forbids or cannot parse.
 type ProtocolError struct {
 	// Protocol names the protocol, e.g. "twilio".
