@@ -124,6 +124,24 @@ func OfflineUlaw(t testing.TB, spec string, ulaw []byte) []byte {
 	return res
 }
 
+// OfflinePCM is the expectation for a live call in L16 (PCM16LE) at rate
+// (Vonage, Exotel, raw ?codec=l16), which `voxhost run` cannot make: its
+// input is 8 kHz. The pipeline of the inline spec takes pcm at rate in
+// 20 ms frames, as a carrier sends them, and what it holds at the end is
+// flushed, as a call's end flushes it.
+func OfflinePCM(t testing.TB, spec string, pcm []byte, rate int) []byte {
+	t.Helper()
+	p := Pipeline(t, Catalog(t), spec, pipeline.CallConfig{InputRate: rate})
+	out := Process(t, p, pcm, 20*rate/1000*2)
+	if err := p.Flush(func(tail []byte) error {
+		out = append(out, tail...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // Stage builds a pipeline of one plugin file with key=value config, taking
 // inputRate Hz, that ends the call when the plugin fails — so a fault fails
 // the test instead of being bypassed. The plugin's log lines go to log.
