@@ -99,11 +99,12 @@ type Instance struct {
 	mem    api.Memory
 	ctx    context.Context
 
-	// process and event are looked up once and kept: they run during the
-	// call. The set-up exports (vox_buffer, vox_init, vox_rate) are looked
-	// up when used, because every handle wazero makes carries its own call
-	// engine with a 10 KiB stack, which would stay for the whole call.
-	process, event api.Function
+	// process is looked up once and kept: it runs every frame. Every
+	// other export (vox_event, and the set-up's vox_buffer, vox_init,
+	// vox_rate) is looked up when used, because every handle wazero makes
+	// carries its own call engine with a 10 KiB stack, which a kept handle
+	// would hold for the whole call: events come a few times a call.
+	process api.Function
 	// stack is reused by every call: CallWithStack writes results over params.
 	stack []uint64
 
@@ -194,9 +195,6 @@ func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *
 	in.mod = mod
 	in.mem = mod.Memory()
 	in.process = mod.ExportedFunction(abi.ExportProcess)
-	if p.hasEvent {
-		in.event = mod.ExportedFunction(abi.ExportEvent)
-	}
 	if p.hasStart {
 		if err := in.call(mod.ExportedFunction(preempt.ExportStart)); err != nil {
 			_ = in.Close(ctx)
@@ -342,7 +340,7 @@ func (in *Instance) Process(samples int) (int, error) {
 // of the buffer first and its length passed as arg (abi.EventCallStart).
 // Plugins without vox_event ignore events.
 func (in *Instance) Event(kind, arg int32, payload []byte) (int, error) {
-	if in.event == nil {
+	if !in.plugin.hasEvent || in.mod == nil {
 		return 0, nil
 	}
 	if payload != nil {
@@ -355,7 +353,7 @@ func (in *Instance) Event(kind, arg int32, payload []byte) (int, error) {
 		arg = int32(len(payload))
 	}
 	in.stack[0], in.stack[1] = api.EncodeI32(kind), api.EncodeI32(arg)
-	if err := in.call(in.event); err != nil {
+	if err := in.call(in.mod.ExportedFunction(abi.ExportEvent)); err != nil {
 		return 0, in.trap(abi.ExportEvent, 0, err)
 	}
 	out := api.DecodeI32(in.stack[0])
@@ -422,7 +420,7 @@ func (in *Instance) Close(ctx context.Context) error {
 	// The function handles hold the call stacks wazero grew for them (a
 	// deep recursion: tens of megabytes); an instance closed while its
 	// call goes on, as a bypassed stage is, must not keep them.
-	in.mod, in.view, in.mem, in.process, in.event = nil, nil, nil, nil, nil
+	in.mod, in.view, in.mem, in.process = nil, nil, nil, nil
 	in.plugin.rt.live.Add(-1)
 	return err
 }
