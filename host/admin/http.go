@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"time"
 
 	"github.com/voxhost/voxhost/host/preempt"
 )
@@ -32,6 +33,10 @@ type HandlerOptions struct {
 	Tokens []string
 	// MaxUploadBytes caps one upload; 0 means DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// MaxRunBytes and MaxRunDuration cap the audio file of one POST /run;
+	// 0 means DefaultMaxRunBytes and DefaultMaxRunDuration.
+	MaxRunBytes    int64
+	MaxRunDuration time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -46,18 +51,15 @@ type HandlerOptions struct {
 //	                         outbound ones with each stage's sha256, the upstream (url
 //	                         template, protocol, codec, rate, header names, on_failure)
 //	POST   /reload           reread the config file's routes
+//	POST   /run              body: an audio file; run through a route's stages as
+//	                         voxhost run would (?pipeline=, ?direction=inbound|outbound,
+//	                         ?name= the file's name); the events and the output WAV
 //	GET    /debug/pprof/...  Go profiles of the process (net/http/pprof)
 //
 // Errors are JSON {"error": "..."}, with "problems" for an invalid module
 // and "used_by" for a plugin in use.
 func NewHandler(opts HandlerOptions) http.Handler {
-	if opts.MaxUploadBytes <= 0 {
-		opts.MaxUploadBytes = DefaultMaxUploadBytes
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	h := &handler{opts: opts, m: opts.Manager}
+	h := newHandler(opts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /plugins", h.listPlugins)
 	mux.HandleFunc("GET /plugins/{name}", h.getPlugin)
@@ -65,6 +67,7 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("DELETE /plugins/{name}", h.deletePlugin)
 	mux.HandleFunc("GET /pipelines", h.listPipelines)
 	mux.HandleFunc("POST /reload", h.reload)
+	mux.HandleFunc("POST /run", h.run)
 	// Profiles of the live process, behind the same token: where a busy
 	// host spends its CPU is the first question when calls slow down.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -74,41 +77,88 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf(
-			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload and GET /debug/pprof/", r.Method, r.URL.Path)})
+			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload, POST /run and GET /debug/pprof/", r.Method, r.URL.Path)})
 	})
-	return h.authorize(mux)
+	return RequireBearer(h.opts.Tokens, "voxhost admin", "admin token", "admin.tokens")(mux)
+}
+
+// NewConsoleAPI serves the part of the admin API that the browser console
+// needs and a caller may see, behind callers' tokens (opts.Tokens are
+// auth.tokens): what the console on the main listener (console: true)
+// talks to.
+//
+//	GET  /pipelines    the routes, with of each upstream only its protocol, codec and rate
+//	POST /run          as the admin API's
+//
+// It changes nothing, and it shows no bot's URL and no other caller's call.
+func NewConsoleAPI(opts HandlerOptions) http.Handler {
+	h := newHandler(opts)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /pipelines", func(w http.ResponseWriter, _ *http.Request) { h.writePipelines(w, true) })
+	mux.HandleFunc("POST /run", h.run)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no endpoint %s %s; the console API has GET /pipelines and POST /run", r.Method, r.URL.Path)
+	})
+	return RequireBearer(opts.Tokens, "voxhost", "token", "auth.tokens")(mux)
+}
+
+// newHandler fills in opts' defaults.
+func newHandler(opts HandlerOptions) *handler {
+	if opts.MaxUploadBytes <= 0 {
+		opts.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if opts.MaxRunBytes <= 0 {
+		opts.MaxRunBytes = DefaultMaxRunBytes
+	}
+	if opts.MaxRunDuration <= 0 {
+		opts.MaxRunDuration = DefaultMaxRunDuration
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &handler{opts: opts, m: opts.Manager, runs: make(chan struct{}, maxConcurrentRuns)}
 }
 
 type handler struct {
 	opts HandlerOptions
 	m    *Manager
+	// runs holds a token per POST /run in progress.
+	runs chan struct{}
 }
 
-func (h *handler) authorize(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(h.opts.Tokens) > 0 {
-			token := ""
-			if scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-				token = strings.TrimSpace(rest)
-			}
-			ok := false
-			for _, t := range h.opts.Tokens {
-				if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
-					ok = true
+// RequireBearer lets through requests whose "Authorization: Bearer" value
+// is one of tokens (compared in constant time), and answers the others 401
+// with a JSON error that calls the token noun ("admin token") and names
+// the config key it comes from ("admin.tokens"), and a WWW-Authenticate
+// challenge of realm. With no tokens every request passes: serve it on a
+// loopback address only.
+func RequireBearer(tokens []string, realm, noun, key string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if len(tokens) > 0 {
+				token := ""
+				if scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+					token = strings.TrimSpace(rest)
+				}
+				ok := false
+				for _, t := range tokens {
+					if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+						ok = true
+					}
+				}
+				if !ok {
+					w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", realm))
+					what := "missing"
+					if token != "" {
+						what = "wrong"
+					}
+					writeError(w, http.StatusUnauthorized, "%s %s: send Authorization: Bearer TOKEN with one of %s", what, noun, key)
+					return
 				}
 			}
-			if !ok {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="voxhost admin"`)
-				msg := "missing admin token: send Authorization: Bearer TOKEN with one of admin.tokens"
-				if token != "" {
-					msg = "wrong admin token: send Authorization: Bearer TOKEN with one of admin.tokens"
-				}
-				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 func (h *handler) listPlugins(w http.ResponseWriter, _ *http.Request) {
@@ -173,8 +223,17 @@ func (h *handler) deletePlugin(w http.ResponseWriter, r *http.Request) {
 	}{info})
 }
 
-func (h *handler) listPipelines(w http.ResponseWriter, _ *http.Request) {
+func (h *handler) listPipelines(w http.ResponseWriter, _ *http.Request) { h.writePipelines(w, false) }
+
+// writePipelines answers the routes; redacted, an upstream shows only its
+// protocol, codec and rate.
+func (h *handler) writePipelines(w http.ResponseWriter, redacted bool) {
 	list, def := h.m.Pipelines()
+	for i, p := range list {
+		if u := p.Upstream; u != nil && redacted {
+			list[i].Upstream = &UpstreamInfo{Protocol: u.Protocol, Codec: u.Codec, Rate: u.Rate, Headers: []string{}}
+		}
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Default   string         `json:"default"`
 		Pipelines []PipelineInfo `json:"pipelines"`

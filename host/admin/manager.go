@@ -287,6 +287,18 @@ func (m *Manager) Pipelines() ([]PipelineInfo, string) {
 	return out, m.defaultName
 }
 
+// Route returns the route new calls named name get (the default for
+// ""), built: the pipeline definitions those calls instantiate.
+func (m *Manager) Route(name string) (*server.Route, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if name == "" {
+		name = m.defaultName
+	}
+	r, ok := m.routes[name]
+	return r, ok
+}
+
 // stageInfos describes stages with the versions new calls get. Called with
 // m.mu held.
 func (m *Manager) stageInfos(stages []pipeline.StageSpec) []StageInfo {

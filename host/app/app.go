@@ -21,6 +21,7 @@ import (
 	"github.com/voxhost/voxhost/host/admin"
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/config"
+	"github.com/voxhost/voxhost/host/console"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
@@ -270,6 +271,7 @@ func restartOnly(old, cur config.Config) []string {
 		{"auth", old.ResolvedTokens(), cur.ResolvedTokens()},
 		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens()}, []any{cur.Admin.Listen, cur.ResolvedAdminTokens()}},
 		{"origins", old.Origins, cur.Origins},
+		{"console", old.Console, cur.Console},
 	} {
 		if !reflect.DeepEqual(k.a, k.b) {
 			keys = append(keys, k.key)
@@ -324,10 +326,62 @@ func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) er
 			}
 		}()
 	}
+	if !h.Config.Console {
+		if ready != nil {
+			ready(l.Addr())
+		}
+		return h.Server.Serve(ctx, l)
+	}
+	handler, err := h.mainWithConsole()
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
 	if ready != nil {
 		ready(l.Addr())
 	}
-	return h.Server.Serve(ctx, l)
+	return h.serveMain(ctx, l, handler)
+}
+
+// mainWithConsole is the main listener's handler with console: true: the
+// server's endpoints, and the console at /console/ with its API at
+// /console/api/, behind the callers' tokens.
+func (h *Host) mainWithConsole() (http.Handler, error) {
+	tokens := h.Config.ResolvedTokens()
+	con, err := h.console("/console/api/", "call token (auth.tokens)", false)
+	if err != nil {
+		return nil, err
+	}
+	protect := admin.RequireBearer(tokens, "voxhost", "token", "auth.tokens")
+	page := con.Handler(protect)
+	mux := http.NewServeMux()
+	mux.Handle("/", h.Server.Handler())
+	mux.Handle("/console", page)
+	mux.Handle("/console/", page)
+	mux.Handle("/console/api/", http.StripPrefix("/console/api", admin.NewConsoleAPI(admin.HandlerOptions{
+		Manager: h.manager, Tokens: tokens, Logger: h.log})))
+	return mux, nil
+}
+
+// serveMain serves handler, which mounts the server's, on l as
+// Server.Serve does: until ctx ends, then a drain, then a shutdown.
+func (h *Host) serveMain(ctx context.Context, l net.Listener, handler http.Handler) error {
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	res := h.Server.Drain(context.Background())
+	h.log.Info("drained", "finished", res.Finished, "cut", res.Cut)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := hs.Shutdown(shutdownCtx)
+	<-errc
+	h.Server.Close()
+	return err
 }
 
 // serveAdmin serves the admin API on l until the returned stop is called.
@@ -340,10 +394,20 @@ func (h *Host) serveAdmin(l net.Listener) (stop func()) {
 	if len(tokens) == 0 {
 		h.log.Warn("admin API without tokens: anyone who can reach the loopback address may replace plugins", "addr", l.Addr().String())
 	}
+	api := admin.NewHandler(admin.HandlerOptions{Manager: h.manager, Reload: reload, Tokens: tokens, Logger: h.log,
+		// A larger upload could not load anyway.
+		MaxUploadBytes: int64(h.Config.PluginLimits.Module.ModuleBytes)})
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	if con, err := h.console("/", "admin token (admin.tokens)", true); err != nil {
+		h.log.Error("not serving the console", "err", err)
+	} else {
+		page := con.Handler(admin.RequireBearer(tokens, "voxhost admin", "admin token", "admin.tokens"))
+		mux.Handle("/console", page)
+		mux.Handle("/console/", page)
+	}
 	hs := &http.Server{
-		Handler: admin.NewHandler(admin.HandlerOptions{Manager: h.manager, Reload: reload, Tokens: tokens, Logger: h.log,
-			// A larger upload could not load anyway.
-			MaxUploadBytes: int64(h.Config.PluginLimits.Module.ModuleBytes)}),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Time enough for a 32 MiB upload at 300 KiB/s.
 		ReadTimeout: 2 * time.Minute,
@@ -363,6 +427,17 @@ func (h *Host) serveAdmin(l net.Listener) (stop func()) {
 		_ = hs.Shutdown(ctx)
 		<-done
 	}
+}
+
+// console makes the browser console of a listener whose API is at api
+// and asks for the token named token; allCalls says whether that API lists
+// every live call.
+func (h *Host) console(api, token string, allCalls bool) (*console.Console, error) {
+	callToken := ""
+	if t := h.Config.ResolvedTokens(); len(t) > 0 {
+		callToken = t[0]
+	}
+	return console.New(console.Options{Server: h.Server, CallToken: callToken, API: api, Token: token, AllCalls: allCalls, Logger: h.log})
 }
 
 // AdminAddr is the admin API's bound address, or nil when it is not

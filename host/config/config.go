@@ -45,6 +45,10 @@ type Config struct {
 	// not browsers, so no cross-site request forgery can ride on them, and
 	// they are always allowed.
 	Origins []string
+	// Console serves the browser console (host/console) on the main
+	// listener too, at /console/, behind auth.tokens; the admin listener
+	// always serves it, behind admin.tokens.
+	Console bool
 	// Playout bounds the bot audio a relayed call holds for its caller and
 	// sends ahead of real time.
 	Playout Playout

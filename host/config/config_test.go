@@ -290,3 +290,16 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Errorf("Load of a missing file: %v", err)
 	}
 }
+
+func TestConsole(t *testing.T) {
+	c, err := config.Parse("voxhost.yaml", []byte(stage+"console: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Console {
+		t.Error("console: true left Console false")
+	}
+	if config.Default().Console {
+		t.Error("the console is on the main listener by default")
+	}
+}

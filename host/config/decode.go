@@ -122,6 +122,7 @@ func configFields(c *Config) map[string]field {
 			"pipeline": str(&c.AudioSocket.Pipeline),
 		}),
 		"origins":          strs(&c.Origins),
+		"console":          boolean(&c.Console),
 		"default_pipeline": str(&c.DefaultPipeline),
 		"pipelines":        mapOf(&c.Pipelines, route),
 	}
@@ -435,6 +436,17 @@ func integer[T int | uint32 | uint64](dst *T) field {
 			return fmt.Errorf("%s is out of range", in.GetToken().Value)
 		}
 		*dst = T(i)
+		return nil
+	}
+}
+
+func boolean(dst *bool) field {
+	return func(_ *decoder, n ast.Node, _ string) error {
+		b, ok := n.(*ast.BoolNode)
+		if !ok {
+			return want("true or false", n)
+		}
+		*dst = b.Value
 		return nil
 	}
 }

@@ -28,7 +28,7 @@ func TestErrors(t *testing.T) {
 		{"second document", "listen: ':1'\n---\nlisten: ':2'\n", "voxhost.yaml:3:1: ", "a second YAML document"},
 
 		// Unknown keys.
-		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, audiosocket, auth, cache_dir, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir)`},
+		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, audiosocket, auth, cache_dir, console, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir)`},
 		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water, setup_wait, stall_timeout)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
 		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: budget_ms, config, on_error, plugin)`},
@@ -45,6 +45,7 @@ func TestErrors(t *testing.T) {
 		{"negative plugin limit", "plugin_limits:\n  table_elements: -1\n", "voxhost.yaml:2:19: ", "plugin_limits.table_elements: -1 is out of range"},
 		{"zero plugin limit", "plugin_limits:\n  tables: 0\n", "voxhost.yaml:2:11: ", "plugin_limits.tables: must be at least 1"},
 		{"zero init budget", "plugin_limits:\n  init_budget: 0s\n", "voxhost.yaml:2:16: ", "plugin_limits.init_budget: must be positive, got 0s"},
+		{"int for bool", "console: 1\n", "voxhost.yaml:1:10: ", "console: want true or false, got int 1"},
 		{"scalar for mapping", "limits: 5\n", "voxhost.yaml:1:9: ", "limits: want a mapping, got int 5"},
 		{"string for list", "origins: example.com\n", "voxhost.yaml:1:10: ", "origins: want a list, got string \"example.com\""},
 		{"number in token list", "auth:\n  tokens: [abc, 0x1f]\n", "voxhost.yaml:2:17: ", `auth.tokens[1]: want a string, got int 0x1f; quote it to mean the text "0x1f"`},
