@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/voxhost/voxhost/host/codec"
@@ -58,6 +59,26 @@ func (auto) StartsOnConnect() bool { return false }
 // real time every carrier plays the host's audio as it should. A server
 // that wires Detector uses the detected protocol's instead.
 func (auto) Buffers() bool { return false }
+
+// Subprotocols are every registered protocol's (jambonz's
+// audio.jambonz.org, mod_audio_fork's audio.drachtio.org): a client that
+// asks for one must be given it, or it fails the handshake, and the
+// server accepts only those a client offers, so offering them all changes
+// nothing for the carriers that ask for none.
+func (auto) Subprotocols() []string {
+	var out []string
+	for _, p := range protocols.all() {
+		if p.Name() == autoName {
+			continue
+		}
+		for _, sp := range SubprotocolsOf(p) {
+			if !slices.Contains(out, sp) {
+				out = append(out, sp)
+			}
+		}
+	}
+	return out
+}
 
 // NewSession makes a session that detects its carrier; the carrier's own
 // query rules (Exotel's ?sample-rate=) apply once it is known.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +46,13 @@ func openings() []opening {
 			sent{transport.Binary, string(frame)})},
 		{"asterisk", "", append(text(`{"event":"MEDIA_START","connection_id":"f3c5","channel":"WebSocket/conn1-00000001","channel_id":"1761245643.1","format":"ulaw","optimal_frame_size":160,"ptime":20}`),
 			sent{transport.Binary, string(frame)})},
+		{"genesys", "", append(text(`{"version":"2","type":"open","seq":1,"clientseq":0,"id":"e160e428-53e2-487c-977d-96989bf5c99d","position":"PT0S",`+
+			`"parameters":{"organizationId":"d7934305-0972-4844-938e-9060eef73d05","conversationId":"090eaa2f-72fa-480a-83e0-8667ff89c0ec",`+
+			`"participant":{"id":"883efee8-3d6c-4537-b500-6d7ca4b92fa0","ani":"+1-555-555-1234","aniName":"John Doe","dnis":"+1-800-555-6789"},`+
+			`"media":[{"type":"audio","format":"PCMU","channels":["external"],"rate":8000}],"language":"en-US"}}`),
+			sent{transport.Binary, string(frame)})},
+		{"jambonz", "", append(text(`{"callSid":"b6d6d5b2-8f3e-4c5e-9d36-1b9f0c8c2d1e","accountSid":"a1b2","from":"+15083084809","to":"+15083728299","sampleRate":8000,"mixType":"mono"}`),
+			sent{transport.Binary, string(pcmAt(8000, 320))})},
 	}
 }
 
@@ -55,6 +63,15 @@ func TestAutoDetectsEveryCarrier(t *testing.T) {
 	auto := transport.Auto()
 	if auto.Name() != "auto" || auto.Path() != "/auto" || auto.StartsOnConnect() || auto.Buffers() {
 		t.Fatalf("Name %q, Path %q, StartsOnConnect %v, Buffers %v", auto.Name(), auto.Path(), auto.StartsOnConnect(), auto.Buffers())
+	}
+	// A client that asks for its subprotocol (jambonz's) is given it on
+	// /auto as on its own path.
+	for _, p := range transport.Protocols() {
+		for _, sp := range transport.SubprotocolsOf(p) {
+			if !slices.Contains(transport.SubprotocolsOf(auto), sp) {
+				t.Errorf("/auto does not accept %s's subprotocol %s", p.Name(), sp)
+			}
+		}
 	}
 	for _, o := range openings() {
 		t.Run(o.name+o.query, func(t *testing.T) {
