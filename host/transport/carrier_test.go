@@ -212,3 +212,39 @@ func TestCarrierAudioPathsDoNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCarrierMedia decodes and renders a 20 ms media message of each
+// carrier, beside Twilio's (BenchmarkTwilioDecodeMedia), whose scanner they
+// share.
+func BenchmarkCarrierMedia(b *testing.B) {
+	frame, pcm := tone(0, 160), pcmAt(8000, 320)
+	b64 := base64.StdEncoding.EncodeToString
+	for _, c := range []struct {
+		name  string
+		s     transport.Session
+		msg   string
+		frame []byte
+	}{
+		{"telnyx", telnyxStarted(b), telnyxMediaMsg("inbound", b64(frame)), frame},
+		{"plivo", plivoStarted(b), plivoMediaMsg(2, "inbound", frame), frame},
+		{"exotel", exotelStarted(b), exotelMediaMsg(2, 1, pcm), pcm},
+	} {
+		msg := []byte(c.msg)
+		var in transport.Inbound
+		b.Run(c.name+"/decode", func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.s.Decode(transport.Text, msg, &in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/render", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.s.Audio(c.frame)
+			}
+		})
+	}
+}
