@@ -29,11 +29,12 @@ run: build
 bench: build
 	./bin/voxhost --cache-dir - bench report --out BENCHMARKS.md
 
-## toolchains: installs the guest compilers, idempotently (apt, npm).
+## toolchains: installs the guest compilers, idempotently (apt, npm), and
+## Debian's Chromium for the browser console's end-to-end tests.
 APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binaryen \
 	/usr/bin/rustc:rustc /usr/bin/cargo:cargo \
 	/usr/lib/rustlib/wasm32-unknown-unknown:libstd-rust-dev-wasm32 \
-	/usr/include/wasm32-wasi:wasi-libc node:nodejs npm:npm
+	/usr/include/wasm32-wasi:wasi-libc node:nodejs npm:npm /usr/bin/chromium:chromium
 toolchains:
 	@missing=""; \
 	for tool in $(APT_TOOLS); do \
@@ -77,10 +78,11 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The example conformance test needs every example built; under make test a
-# missing build is a failure, not a skip.
+# The example conformance test needs every example built, and the console's
+# tests Chromium; under make test a missing build or browser is a failure,
+# not a skip.
 gotest: examples
-	VOXHOST_EXAMPLES_REQUIRED=1 $(GO) test -race -count=1 ./...
+	VOXHOST_EXAMPLES_REQUIRED=1 VOXHOST_BROWSER_REQUIRED=1 $(GO) test -race -count=1 ./...
 
 ## fuzz: explores, on purpose and at length: each fuzz target for FUZZTIME
 ## on top of its committed corpus. Not part of make test: random exploration
