@@ -106,7 +106,7 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 	s.metrics.upstreamConnect.WithLabelValues(name).Observe(time.Since(t0).Seconds())
 	conn.SetReadLimit(int64(s.botMessageBytes()) + 1)
 	frameBytes := outboundFrameMs * u.Format.BytesPerMs()
-	maxAudio := s.opts.MaxFrameMs * u.Format.BytesPerMs()
+	maxAudio := c.maxFrameMs * u.Format.BytesPerMs()
 	b := &botLeg{
 		c:       c,
 		u:       u,
@@ -117,11 +117,14 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		frame:   make([]byte, frameBytes),
 		src:     codec.Source{Format: u.Format},
 		pcm:     make([]byte, outboundFrameMs*u.Format.Rate/1000*abi.SampleBytes),
-		out:     make([]byte, s.opts.MaxFrameMs*c.format.BytesPerMs()),
+		out:     make([]byte, c.maxFrameMs*c.format.BytesPerMs()),
 		queue:   newPlayout(s, c.format),
 	}
 	if c.proto.Buffers() {
 		b.queue.buffers, b.queue.sendAhead = true, s.opts.SendAhead
+	}
+	if ch, ok := c.proto.(transport.AudioChunker); ok {
+		b.queue.chunked(ch.AudioChunk(c.format))
 	}
 	if err := b.sess.Open(func(typ transport.MessageType, msg []byte) error {
 		if !b.writeLocked(typ, msg) {
@@ -418,8 +421,10 @@ func (b *botLeg) deliverClear() bool {
 func (c *call) bargeIn(source string) {
 	b := c.bot
 	c.s.metrics.bargeIns.WithLabelValues(source).Inc()
+	md, _ := c.proto.(transport.MarkDropper)
+	dropsMarks := md != nil && md.ClearDropsMarks()
 	c.callerMu.Lock()
-	heardMs, cleared := b.queue.clear()
+	heardMs, cleared := b.queue.clear(dropsMarks)
 	if typ, msg, ok := c.sess.Clear(); ok {
 		c.writeCallerLocked(typ, msg)
 	}

@@ -74,13 +74,22 @@ type call struct {
 	botLive atomic.Pointer[botLeg]
 
 	// format is the caller leg's audio, known once the stream starts.
-	format   codec.Format
-	readBuf  []byte
-	frameOut []byte // a frame for the caller, in its format
-	src      codec.Source
-	pcmSrc   pipeline.PCM
-	msg      transport.Inbound
-	inEvents eventQueue
+	format codec.Format
+	// maxFrameMs is the longest frame of the call: the server's limit, or
+	// more for a protocol whose carrier sends longer (transport.FrameFloor).
+	maxFrameMs int
+	// orderedReplies says replies are decoded and written under callerMu
+	// (transport.OrderedReplies).
+	orderedReplies bool
+	// callerPaused is set while the caller has paused its audio (Genesys's
+	// hold): the watchdog does not count it idle meanwhile.
+	callerPaused atomic.Bool
+	readBuf      []byte
+	frameOut     []byte // a frame for the caller, in its format
+	src          codec.Source
+	pcmSrc       pipeline.PCM
+	msg          transport.Inbound
+	inEvents     eventQueue
 	// outEvents are the outbound pipeline's, drained by whoever runs it:
 	// this goroutine in an echo, the bot reader in a relay.
 	outEvents eventQueue
@@ -129,21 +138,28 @@ var ctx = context.Background()
 // came with; its conn is set once the connection is up. An error is a
 // query the protocol cannot start a stream from.
 func (s *Server) newCall(proto transport.Protocol, pipelineName string, query url.Values, remote string) (*call, error) {
-	sess, err := proto.NewSession(transport.SessionConfig{MaxFrameMs: s.opts.MaxFrameMs, Query: query})
+	maxFrameMs := s.opts.MaxFrameMs
+	if ff, ok := proto.(transport.FrameFloor); ok {
+		maxFrameMs = max(maxFrameMs, ff.MinFrameMs())
+	}
+	sess, err := proto.NewSession(transport.SessionConfig{MaxFrameMs: maxFrameMs, Query: query})
 	if err != nil {
 		return nil, err
 	}
+	or, _ := proto.(transport.OrderedReplies)
 	c := &call{
-		s:            s,
-		proto:        proto,
-		sess:         sess,
-		id:           fmt.Sprintf("%s-%d", proto.Name(), s.nextID.Add(1)),
-		pipelineName: pipelineName,
-		readBuf:      make([]byte, min(initialReadBuffer, s.opts.MaxMessageBytes+1)),
-		started:      time.Now(),
-		done:         make(chan struct{}),
-		framesIn:     s.metrics.framesIn.WithLabelValues(proto.Name()),
-		framesOut:    s.metrics.framesOut.WithLabelValues(proto.Name()),
+		maxFrameMs:     maxFrameMs,
+		orderedReplies: or != nil && or.RepliesInOrder(),
+		s:              s,
+		proto:          proto,
+		sess:           sess,
+		id:             fmt.Sprintf("%s-%d", proto.Name(), s.nextID.Add(1)),
+		pipelineName:   pipelineName,
+		readBuf:        make([]byte, min(initialReadBuffer, s.opts.MaxMessageBytes+1)),
+		started:        time.Now(),
+		done:           make(chan struct{}),
+		framesIn:       s.metrics.framesIn.WithLabelValues(proto.Name()),
+		framesOut:      s.metrics.framesOut.WithLabelValues(proto.Name()),
 	}
 	if id := query.Get("call_id"); id != "" {
 		c.id = id // handleCall has refused one that breaks transport.CheckID
@@ -176,17 +192,54 @@ func (c *call) run() {
 			return
 		}
 		t0 := time.Now()
-		if err := c.sess.Decode(typ, msg, &c.msg); err != nil {
-			c.malformed(err)
-			return
-		}
-		if c.msg.Reply != nil && !c.writeCaller(c.msg.ReplyType, c.msg.Reply) {
+		if !c.decode(typ, msg) {
 			return
 		}
 		if !c.handle(t0) {
 			return
 		}
 	}
+}
+
+// decode decodes one message from the caller and writes the reply the
+// protocol answers it with, if any; false ends the call. Where replies are
+// numbered, both happen under callerMu, so that no message rendered on
+// another goroutine can come between.
+func (c *call) decode(typ transport.MessageType, msg []byte) bool {
+	if c.orderedReplies {
+		c.callerMu.Lock()
+	}
+	err := c.sess.Decode(typ, msg, &c.msg)
+	ok := err == nil
+	if ok && c.msg.Reply != nil {
+		if c.orderedReplies {
+			ok = c.writeCallerLocked(c.msg.ReplyType, c.msg.Reply)
+		} else {
+			ok = c.writeCaller(c.msg.ReplyType, c.msg.Reply)
+		}
+	}
+	if c.orderedReplies {
+		c.callerMu.Unlock()
+	}
+	if err != nil {
+		c.malformed(err)
+	}
+	return ok
+}
+
+// detected switches the call to the protocol an auto-detecting session
+// recognised: what the call asks of its protocol from now on (pacing,
+// marks, chunks) and its labels are the carrier's.
+func (c *call) detected() {
+	d, ok := c.sess.(transport.Detector)
+	if !ok || d.Detected() == nil {
+		return
+	}
+	p := d.Detected()
+	c.proto = p
+	c.framesIn = c.s.metrics.framesIn.WithLabelValues(p.Name())
+	c.framesOut = c.s.metrics.framesOut.WithLabelValues(p.Name())
+	c.log = c.log.With("protocol", p.Name())
 }
 
 // handle acts on one decoded message read at t0; false ends the call.
@@ -199,6 +252,7 @@ func (c *call) handle(t0 time.Time) bool {
 			c.end(websocket.StatusPolicyViolation, "a second start message on one stream", "malformed")
 			return false
 		}
+		c.detected()
 		return c.start(c.msg.Start) == nil
 	case transport.KindDTMF:
 		if c.in == nil {
@@ -231,10 +285,13 @@ func (c *call) handle(t0 time.Time) bool {
 	case transport.KindError:
 		c.log.Warn("the caller reported an error", "error", c.msg.Text)
 	case transport.KindPause, transport.KindResume:
-		// Only a relay queues audio for the caller; an echo answers frame
-		// for frame, which a caller's queue keeps up with.
+		// A caller on hold sends no audio and is not idle. Only a relay
+		// queues audio for the caller; an echo answers frame for frame,
+		// which a caller's queue keeps up with.
+		paused := c.msg.Kind == transport.KindPause
+		c.callerPaused.Store(paused)
 		if b := c.bot; b != nil {
-			b.queue.pause(c.msg.Kind == transport.KindPause)
+			b.queue.pause(paused)
 		}
 	}
 	return true
@@ -325,7 +382,7 @@ func (c *call) start(start *transport.Start) error {
 		return unfit
 	}
 	c.src.Format = c.format
-	c.frameOut = make([]byte, c.s.opts.MaxFrameMs*c.format.BytesPerMs())
+	c.frameOut = make([]byte, c.maxFrameMs*c.format.BytesPerMs())
 	info.CallID, info.Route = c.id, route.Name
 	if info.StreamID == "" {
 		info.StreamID = c.id
@@ -375,7 +432,7 @@ func (c *call) start(start *transport.Start) error {
 // at the caller's rate, the outbound one at the rate it is fed (the bot
 // leg's, or in an echo where the inbound one ends).
 func (c *call) instantiate(route *Route) error {
-	cfg := pipeline.CallConfig{InputRate: c.format.Rate, MaxFrameMs: c.s.opts.MaxFrameMs, Sink: &c.inEvents, Logger: c.log, OnFault: c.inEvents.fault}
+	cfg := pipeline.CallConfig{InputRate: c.format.Rate, MaxFrameMs: c.maxFrameMs, Sink: &c.inEvents, Logger: c.log, OnFault: c.inEvents.fault}
 	p, err := route.Inbound.Instantiate(ctx, cfg)
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	gorilla "github.com/gorilla/websocket"
 
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/server"
 	"github.com/voxhost/voxhost/host/transport"
 	"github.com/voxhost/voxhost/internal/hosttest"
 )
@@ -65,9 +64,6 @@ func readGenesys(t *testing.T, c *websocket.Conn, seq, clientseq int) genesysSer
 	return m
 }
 
-// genesysOptions lets 200 ms frames in, Genesys' size.
-func genesysOptions(o *server.Options) { o.MaxFrameMs = 200 }
-
 // TestGenesysEchoCall places a Genesys call on an echo route its input
 // variables pick: opened chooses the mono offer, the 200 ms frames come
 // back as voxhost run makes them, a ping is answered with the ping's seq,
@@ -75,7 +71,7 @@ func genesysOptions(o *server.Options) { o.MaxFrameMs = 200 }
 // and close is answered closed before the host closes; every message the
 // host sends takes the next seq.
 func TestGenesysEchoCall(t *testing.T) {
-	h := newHost(t, map[string]string{"main": "passthrough", "bot": "gain db=-6 | " + testdataPlugin("clear_on_dtmf")}, genesysOptions)
+	h := newHost(t, map[string]string{"main": "passthrough", "bot": "gain db=-6 | " + testdataPlugin("clear_on_dtmf")}, nil)
 	ulaw := ulawSpeech(2)
 	want := hosttest.OfflineUlaw(t, "gain db=-6", ulaw)
 	c := dial(t, h.url+"/genesys")
@@ -135,7 +131,7 @@ func TestGenesysEchoCall(t *testing.T) {
 // session has an id, Genesys hears why in a disconnect first. A bystander
 // call goes on.
 func TestGenesysMalformedEndsOnlyThatCall(t *testing.T) {
-	h := newHost(t, map[string]string{"main": "passthrough"}, genesysOptions)
+	h := newHost(t, map[string]string{"main": "passthrough"}, nil)
 	bystander := dial(t, h.url+"/genesys")
 	defer bystander.CloseNow()
 	writeText(t, bystander, genesysCallerOpen(`{}`))

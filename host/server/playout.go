@@ -23,6 +23,10 @@ type playout struct {
 	limit      int
 	sendAhead  time.Duration
 	buffers    bool // the caller's protocol buffers and returns marks
+	// chunk is the size of a message to the caller: a frame, or for a
+	// caller that takes audio only in larger messages
+	// (transport.AudioChunker), whole frames enough for its minimum.
+	chunk int
 
 	mu   sync.Mutex
 	ring []byte
@@ -41,6 +45,9 @@ type playout struct {
 	// playEnd is when the audio sent so far ends playing at the caller.
 	playEnd time.Time
 	started bool
+	// lastPush is when the bot reader last queued audio, kept for chunked
+	// callers: a tail short of a chunk waits for more until tailWait.
+	lastPush time.Time
 
 	underruns, overflows int64
 	// paused holds the audio back: the caller's queue is full.
@@ -90,6 +97,7 @@ func newPlayout(s *Server, f codec.Format) *playout {
 		s:          s,
 		format:     f,
 		frameBytes: outboundFrameMs * bpm,
+		chunk:      outboundFrameMs * bpm,
 		limit:      int(s.opts.PlayoutQueue.Milliseconds()) * bpm,
 		ring:       make([]byte, int(initialPlayout.Milliseconds())*bpm),
 		wake:       make(chan struct{}, 1),
@@ -97,6 +105,33 @@ func newPlayout(s *Server, f codec.Format) *playout {
 	}
 	q.limit = max(q.limit, q.frameBytes)
 	return q
+}
+
+// tailWait is how long a chunked caller's tail, short of a chunk, waits
+// for more of the bot's audio before it goes out padded with silence: two
+// frames, since a streaming bot's next frame comes within one.
+const tailWait = 2 * outboundFrameMs * time.Millisecond
+
+// chunked makes messages to the caller at least minBytes long and a
+// multiple of multiple bytes, in whole frames.
+func (q *playout) chunked(minBytes, multiple int) {
+	n := max((minBytes+q.frameBytes-1)/q.frameBytes, 1) * q.frameBytes
+	for i := 0; multiple > 0 && n%multiple != 0 && i < multiple; i++ {
+		n += q.frameBytes
+	}
+	q.chunk = n
+	q.limit = max(q.limit, n)
+}
+
+// silence is the byte of silence in the queue's format.
+func (q *playout) silence() byte {
+	switch q.format.Encoding {
+	case codec.Mulaw:
+		return 0xFF
+	case codec.Alaw:
+		return 0xD5
+	}
+	return 0
 }
 
 func signal(ch chan struct{}) {
@@ -140,13 +175,16 @@ func (q *playout) push(b []byte, gen uint64, done <-chan struct{}) (direct, ok b
 	}
 	defer q.mu.Unlock()
 	var now time.Time
+	if q.chunk > q.frameBytes {
+		q.lastPush = time.Now()
+	}
 	if q.size == 0 {
 		now = time.Now()
 		if gap := now.Sub(q.playEnd); q.started && gap > underrunJitter && gap <= underrunGap {
 			q.underruns++
 			q.s.metrics.underruns.Inc()
 		}
-		if len(q.marks) == 0 && !q.paused && !q.writing && !q.schedule(now).After(now) {
+		if q.chunk == q.frameBytes && len(q.marks) == 0 && !q.paused && !q.writing && !q.schedule(now).After(now) {
 			q.pushed += int64(len(b))
 			q.took(len(b))
 			return true, true
@@ -228,8 +266,10 @@ func (q *playout) played(name string) bool {
 }
 
 // clear drops the queued audio and marks and returns where in the bot's
-// audio the caller stopped hearing it, in ms, with the marks dropped.
-func (q *playout) clear() (heardMs int64, cleared []string) {
+// audio the caller stopped hearing it, in ms, with the marks dropped;
+// dropsMarks drops those sent to the caller too, for a caller whose clear
+// discards them.
+func (q *playout) clear(dropsMarks bool) (heardMs int64, cleared []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
@@ -246,6 +286,12 @@ func (q *playout) clear() (heardMs int64, cleared []string) {
 		cleared = append(cleared, m.name)
 	}
 	q.marks = q.marks[:0]
+	if dropsMarks {
+		// The caller's clear discards the marks it holds instead of
+		// returning them (transport.MarkDropper).
+		cleared = append(cleared, q.sent...)
+		q.sent = q.sent[:0]
+	}
 	q.playEnd = now
 	signal(q.space)
 	return heardMs, cleared
@@ -317,14 +363,31 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	if due := q.schedule(now); due.After(now) {
 		return step{wait: due.Sub(now)}
 	}
-	n := min(q.size, q.frameBytes)
+	n := min(q.size, q.chunk)
+	send := n
+	if n < q.chunk && q.chunk > q.frameBytes {
+		// A tail short of the caller's chunk waits for more, unless the
+		// bot's answer ended (it hung up, or sent a mark after it); then it
+		// goes out padded with silence.
+		ended := q.hungUp || len(q.marks) > 0 && q.marks[0].pos == q.pushed
+		if wait := q.lastPush.Add(tailWait).Sub(now); !ended && wait > 0 {
+			return step{wait: wait}
+		}
+		send = q.chunk
+	}
 	k := copy(frame[:n], q.ring[q.head:])
 	copy(frame[k:n], q.ring)
+	for i := n; i < send; i++ {
+		frame[i] = q.silence()
+	}
 	q.head = (q.head + n) % len(q.ring)
 	q.size -= n
 	q.took(n)
+	if send > n { // the padding plays too
+		q.playEnd = q.playEnd.Add(time.Duration((send-n)/q.format.BytesPerMs()) * time.Millisecond)
+	}
 	signal(q.space)
-	return step{n: n, gen: q.gen.Load()}
+	return step{n: send, gen: q.gen.Load()}
 }
 
 // playout is the relayed call's playout goroutine: it sends the bot's
@@ -333,7 +396,7 @@ func (c *call) playout() {
 	defer c.workers.Done()
 	b := c.bot
 	q := b.queue
-	frame := make([]byte, q.frameBytes)
+	frame := make([]byte, q.chunk)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var marks []string

@@ -73,7 +73,7 @@ func (w *watchdog) tick() {
 		return
 	default:
 	}
-	if f := c.frames.Load(); f != w.frames {
+	if f := c.frames.Load(); f != w.frames || c.callerPaused.Load() {
 		w.frames, w.idleFor = f, 0
 	} else {
 		w.idleFor += w.period

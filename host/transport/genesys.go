@@ -71,6 +71,14 @@ func (genesys) StartsOnConnect() bool { return false }
 
 func (genesys) Buffers() bool { return false }
 
+// MinFrameMs is 200: Genesys streams 200 ms frames (1,600 bytes of PCMU),
+// longer than the host's default frame limit.
+func (genesys) MinFrameMs() int { return 200 }
+
+// RepliesInOrder is true: every AudioHook message carries the next seq,
+// and Genesys ends a session that gets one out of order.
+func (genesys) RepliesInOrder() bool { return true }
+
 // genesysChunkMs is the shortest audio message the host sends Genesys:
 // its limit of 5 binary messages a second on average (bursts of 25,
 // developer.genesys.cloud/organization/organization/limits#audiohook)

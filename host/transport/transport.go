@@ -218,6 +218,25 @@ type Framer interface {
 	ReadMessage(r io.Reader, buf *[]byte, limit int) (MessageType, []byte, error)
 }
 
+// FrameFloor is implemented by a Protocol whose carrier sends frames
+// longer than a host may cap frames at (Genesys AudioHook streams 200 ms):
+// the server lets that protocol's calls carry frames of up to MinFrameMs
+// whatever its own limit.
+type FrameFloor interface {
+	// MinFrameMs is the longest frame the carrier sends, in ms.
+	MinFrameMs() int
+}
+
+// OrderedReplies is implemented by a Protocol whose messages to the far end
+// are numbered (Genesys AudioHook's seq), so that a reply Decode renders
+// must go out before any message another goroutine renders after it: the
+// server then decodes and writes the reply under the lock its other writes
+// to the caller take.
+type OrderedReplies interface {
+	// RepliesInOrder reports whether replies must be ordered so.
+	RepliesInOrder() bool
+}
+
 // Subprotocoler is implemented by protocols and dialects whose WebSocket
 // has a subprotocol (jambonz's audio.jambonz.org, mod_audio_fork's
 // audio.drachtio.org): the server accepts, and a bot leg or the load
