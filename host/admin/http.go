@@ -54,6 +54,9 @@ type HandlerOptions struct {
 //	POST   /run              body: an audio file; run through a route's stages as
 //	                         voxhost run would (?pipeline=, ?direction=inbound|outbound,
 //	                         ?name= the file's name); the events and the output WAV
+//	GET    /calls            the live calls (route, protocol, format, started, frames,
+//	                         each plugin's sampled ns/frame) and the ended ones by outcome
+//	GET    /calls/{id}       one live call
 //	GET    /debug/pprof/...  Go profiles of the process (net/http/pprof)
 //
 // Errors are JSON {"error": "..."}, with "problems" for an invalid module
@@ -68,6 +71,8 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /pipelines", h.listPipelines)
 	mux.HandleFunc("POST /reload", h.reload)
 	mux.HandleFunc("POST /run", h.run)
+	mux.HandleFunc("GET /calls", h.listCalls)
+	mux.HandleFunc("GET /calls/{id}", h.getCall)
 	// Profiles of the live process, behind the same token: where a busy
 	// host spends its CPU is the first question when calls slow down.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -77,10 +82,14 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf(
-			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload, POST /run and GET /debug/pprof/", r.Method, r.URL.Path)})
+			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload, POST /run, GET /calls, GET /calls/{id} and GET /debug/pprof/", r.Method, r.URL.Path)})
 	})
 	return RequireBearer(h.opts.Tokens, "voxhost admin", "admin token", "admin.tokens")(mux)
 }
+
+// ConsoleCallPrefix begins the ids the browser console gives its calls
+// (?call_id=console-…, random after it).
+const ConsoleCallPrefix = "console-"
 
 // NewConsoleAPI serves the part of the admin API that the browser console
 // needs and a caller may see, behind callers' tokens (opts.Tokens are
@@ -88,16 +97,25 @@ func NewHandler(opts HandlerOptions) http.Handler {
 // talks to.
 //
 //	GET  /pipelines    the routes, with of each upstream only its protocol, codec and rate
+//	GET  /calls/{id}   one live call the console placed (its id begins ConsoleCallPrefix)
 //	POST /run          as the admin API's
 //
-// It changes nothing, and it shows no bot's URL and no other caller's call.
+// It changes nothing, and it shows no bot's URL and lists no calls: the
+// console sees its own call by the random id it gave it.
 func NewConsoleAPI(opts HandlerOptions) http.Handler {
 	h := newHandler(opts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pipelines", func(w http.ResponseWriter, _ *http.Request) { h.writePipelines(w, true) })
 	mux.HandleFunc("POST /run", h.run)
+	mux.HandleFunc("GET /calls/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.PathValue("id"), ConsoleCallPrefix) {
+			writeError(w, http.StatusNotFound, "the console API shows the console's own calls only, whose ids begin %s", ConsoleCallPrefix)
+			return
+		}
+		h.getCall(w, r)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no endpoint %s %s; the console API has GET /pipelines and POST /run", r.Method, r.URL.Path)
+		writeError(w, http.StatusNotFound, "no endpoint %s %s; the console API has GET /pipelines, GET /calls/{id} and POST /run", r.Method, r.URL.Path)
 	})
 	return RequireBearer(opts.Tokens, "voxhost", "token", "auth.tokens")(mux)
 }

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -103,6 +104,35 @@ func TestTickets(t *testing.T) {
 		refused, _ := body["refused"].(map[string]any)
 		if status != http.StatusOK || refused == nil || refused["status"] != float64(http.StatusNotFound) || !strings.Contains(refused["error"].(string), `unknown pipeline "nope"`) {
 			t.Errorf("GET /console/tickets/T of a refused call: %d %v", status, body)
+		}
+	}
+}
+
+// TestConsoleAPI checks what the console API on the main listener shows a
+// caller: the routes without their bots' URLs, and no call but its own.
+func TestConsoleAPI(t *testing.T) {
+	h := startHost(t)
+	status, body := post(t, "GET", h.adminURL+"/pipelines", adminToken)
+	if status != http.StatusOK || !strings.Contains(fmt.Sprint(body), "ws://127.0.0.1") {
+		t.Fatalf("the admin API's GET /pipelines: %d %v", status, body)
+	}
+	status, body = post(t, "GET", h.callURL+"/console/api/pipelines", callToken)
+	if status != http.StatusOK || strings.Contains(fmt.Sprint(body), "ws://") || !strings.Contains(fmt.Sprint(body), "protocol:raw") {
+		t.Errorf("the console API's GET /pipelines shows %d %v", status, body)
+	}
+	for _, tc := range []struct {
+		method, path, tok string
+		status            int
+	}{
+		{"GET", "/console/api/pipelines", "", http.StatusUnauthorized},
+		{"GET", "/console/api/pipelines", adminToken, http.StatusUnauthorized},
+		{"GET", "/console/api/calls/raw-1", callToken, http.StatusNotFound},
+		{"GET", "/console/api/calls", callToken, http.StatusNotFound},
+		{"GET", "/console/api/plugins", callToken, http.StatusNotFound},
+		{"POST", "/console/api/reload", callToken, http.StatusNotFound},
+	} {
+		if status, body := post(t, tc.method, h.callURL+tc.path, tc.tok); status != tc.status {
+			t.Errorf("%s %s with %q: %d %v, want %d", tc.method, tc.path, tc.tok, status, body, tc.status)
 		}
 	}
 }

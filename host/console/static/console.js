@@ -221,13 +221,12 @@ async function connect(route, fmt, callID) {
 async function placeCall() {
   const route = $('route').value;
   const choice = $('codec').value;
-  const formats = choice === 'auto' ? [FORMATS['l16-16000'], FORMATS['mulaw-8000']] : [FORMATS[choice]];
   clearCallView();
   status('asking for the microphone…', 'starting');
   $('call-button').textContent = 'Hang up';
   const c = {
-    route, callID: randomID(), state: 'starting', sent: [], received: [], events: [],
-    inPeaks: [], outPeaks: [], sentMs: 0, outMs: 0, bytesSent: 0, bytesReceived: 0,
+    route, callID: randomID(), state: 'starting', events: [],
+    formats: choice === 'auto' ? [FORMATS['l16-16000'], FORMATS['mulaw-8000']] : [FORMATS[choice]],
   };
   call = c;
   try {
@@ -236,25 +235,34 @@ async function placeCall() {
     c.ctx = new AudioContext({latencyHint: 'interactive'});
     await c.ctx.resume();
     await c.ctx.audioWorklet.addModule('capture-worklet.js');
-    let lastError = null;
-    for (const fmt of formats) {
-      if (call !== c) return;
-      status(`calling ${route} at ${fmt.label}…`);
-      try {
-        c.ws = await connect(route, fmt, c.callID);
-        c.format = fmt;
-        break;
-      } catch (e) {
-        lastError = e;
-        // A route that cannot take this rate says so (400): try the next.
-        if (!(e.status === 400 && /Hz/.test(e.message))) break;
-      }
-    }
-    if (!c.ws) throw lastError || new Error('the call could not be placed');
-    if (call !== c) { c.ws.close(1000); return; }
-    run(c);
+    await attempt(c);
   } catch (e) {
     endCall(c, e && e.message ? e.message : String(e), 'failed');
+  }
+}
+
+// rateRefusal says whether a refusal is the route's of the call's rate,
+// so that "auto" may try the next format.
+const rateRefusal = (message) => / Hz\b/.test(message || '');
+
+// attempt places the call at its next format, trying the following one
+// while the route refuses the rate.
+async function attempt(c) {
+  for (;;) {
+    const fmt = c.formats.shift();
+    if (call !== c || c.ended) return;
+    status(`calling ${c.route} at ${fmt.label}…`, 'starting');
+    try {
+      c.ws = await connect(c.route, fmt, c.callID);
+    } catch (e) {
+      // A route that cannot take this rate says so: try the next.
+      if (c.formats.length && rateRefusal(e.message)) continue;
+      throw e;
+    }
+    if (call !== c || c.ended) { c.ws.close(1000); return; }
+    c.format = fmt;
+    run(c);
+    return;
   }
 }
 
@@ -262,6 +270,7 @@ async function placeCall() {
 // speakers and the timeline.
 function run(c) {
   const {ctx, ws, format} = c;
+  Object.assign(c, {sent: [], received: [], events: [], inPeaks: [], outPeaks: [], sentMs: 0, outMs: 0, bytesSent: 0, bytesReceived: 0});
   c.state = 'connected';
   status(`in a call on ${c.route} at ${format.label} (call ${c.callID})`, 'connected');
   c.source = ctx.createMediaStreamSource(c.stream);
@@ -292,16 +301,25 @@ function run(c) {
     c.bytesReceived += bytes.length;
     play(c, samples);
     const ms = samples.length * 1000 / format.rate;
-    // Audio is drawn where it arrived in the input's time, and never over
-    // audio drawn before it.
-    c.outMs = Math.max(c.outMs, c.sentMs - ms);
+    // Audio is drawn where it arrived in the input's time, after the
+    // audio before it unless it lags that by more than 100 ms.
+    if (c.sentMs - ms - c.outMs > 100) c.outMs = c.sentMs - ms;
     for (let t = 0; t < ms; t += 20) {
       const part = samples.subarray(t * format.rate / 1000, (t + 20) * format.rate / 1000);
       c.outPeaks[Math.round((c.outMs + t) / 20)] = peaksOf(part, 1)[0];
     }
     c.outMs += ms;
   };
-  ws.onclose = (e) => endCall(c, e.reason ? `${e.reason} (${e.code})` : `closed (${e.code})`, 'ended');
+  ws.onclose = (e) => {
+    // A protocol without a start message learns its route at the upgrade
+    // and refuses a rate it cannot take by closing (1003): try the next.
+    if (e.code === 1003 && !c.bytesReceived && c.formats.length && rateRefusal(e.reason) && call === c && !c.ended) {
+      teardown(c);
+      attempt(c).catch((err) => endCall(c, err.message || String(err), 'failed'));
+      return;
+    }
+    endCall(c, e.reason ? `${e.reason} (${e.code})` : `closed (${e.code})`, 'ended');
+  };
   ws.onerror = () => {};
   c.poll = setInterval(() => pollCosts(c), 1000);
   c.raf = requestAnimationFrame(function frame() {
@@ -396,16 +414,29 @@ function renderCosts(info) {
     const row = body.insertRow();
     for (const v of [s.dir, s.plugin, s.samples ? Math.round(s.ns).toLocaleString('en') : '—', s.samples ?? 0]) row.insertCell().textContent = v;
   }
-  $('costs-note').textContent = `${info.frames_in ?? info.frames ?? 0} frames in; sampled timing, mean ns per frame`;
+  $('costs-note').textContent = `${info.frames ?? 0} frames in; a sample of frames (one in 64 by default) is timed plugin by plugin: the mean ns of those`;
+}
+
+// teardown unwires a call's audio and timers, keeping the microphone and
+// the audio context for another attempt.
+function teardown(c) {
+  clearInterval(c.poll);
+  cancelAnimationFrame(c.raf);
+  if (c.capture) {
+    c.capture.port.postMessage('stop');
+    c.source.disconnect();
+    c.capture.disconnect();
+  }
+  stopPlayback(c);
 }
 
 function endCall(c, why, state) {
   if (c.ended) return;
   c.ended = true;
   c.state = state;
-  clearInterval(c.poll);
-  if (c.capture) c.capture.port.postMessage('stop');
+  teardown(c);
   if (c.stream) for (const t of c.stream.getTracks()) t.stop();
+  if (c.ws && c.ws.readyState === WebSocket.OPEN) c.ws.send(JSON.stringify({event: 'stop'}));
   if (c.ws && c.ws.readyState <= WebSocket.OPEN) c.ws.close(1000, 'hung up');
   if (c.ctx) setTimeout(() => c.ctx.close(), 500);
   if (call === c) {
@@ -470,14 +501,18 @@ function renderCalls(data) {
   const list = data.calls || [];
   for (const c of list) {
     const row = body.insertRow();
+    row.dataset.id = c.id;
     const started = Date.parse(c.started);
-    const outcomes = Object.entries(c.outcomes || c.counters || {}).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(', ');
     const costs = stageCosts(c).map((s) => `${s.plugin} ${s.samples ? Math.round(s.ns).toLocaleString('en') : '—'}`).join(' · ');
-    for (const v of [c.id, c.route, c.protocol, isNaN(started) ? '' : duration(Date.now() - started), c.frames_in ?? c.frames ?? '', outcomes || '—', costs || '—']) {
+    const route = c.route ? c.route + (c.upstream ? ` → ${c.upstream} bot` : ' (echo)') : '(starting)';
+    for (const v of [c.id, route, `${c.protocol}${c.format ? ', ' + c.format : ''}`, isNaN(started) ? '' : duration(Date.now() - started),
+      c.frames ?? '', costs || '—']) {
       row.insertCell().textContent = v;
     }
   }
   $('calls-count').textContent = `${list.length} live call${list.length === 1 ? '' : 's'}`;
+  const ended = Object.entries(data.ended || {}).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+  $('calls-ended').textContent = ended.length ? 'ended since start: ' + ended.map(([k, v]) => `${k} ${v}`).join(', ') : 'no call has ended since start';
 }
 
 // ---- hear a file --------------------------------------------------------
