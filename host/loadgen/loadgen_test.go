@@ -237,7 +237,7 @@ func sampleSweep() SweepResult {
 			P999: 1600 * time.Millisecond, Max: 1700 * time.Millisecond},
 		Errors: []string{"2× connect: HTTP 503"}}
 	bad.judge()
-	sr := SweepResult{URL: "ws://h:1", Protocol: ProtocolRaw, FPS: 50, Duration: time.Second, Points: []Result{ok, bad},
+	sr := SweepResult{URL: "ws://h:1", Protocol: ProtocolRaw, Format: codec.Telephony, FPS: 50, Duration: time.Second, Points: []Result{ok, bad},
 		Idle: &IdleResult{Conns: 5, ConnectP50: time.Millisecond, Hold: time.Second, HasServer: true,
 			RSSBefore: 30 << 20, RSSHeld: 31 << 20, RSSPerConn: 200 << 10}}
 	return sr.finish()
@@ -252,7 +252,7 @@ func TestWriteJSONSchema(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
-	for key, want := range map[string]any{"url": "ws://h:1", "protocol": "raw", "fps": 50.0, "duration_s": 1.0, "stable_max_calls": 10.0} {
+	for key, want := range map[string]any{"url": "ws://h:1", "protocol": "raw", "codec": "mulaw", "rate_hz": 8000.0, "fps": 50.0, "duration_s": 1.0, "stable_max_calls": 10.0} {
 		if doc[key] != want {
 			t.Errorf("%s = %#v, want %#v", key, doc[key], want)
 		}
@@ -300,7 +300,7 @@ func TestWriteTableAndPlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"calls", "rtt p50", "p99.9", "srv rss MiB", "40.0", "YES", "50 calls, rep 1: saturated: rtt p99 1500 ms",
+	for _, want := range []string{"raw ws://h:1, 8 kHz μ-law, 50 fps", "calls", "rtt p50", "p99.9", "srv rss MiB", "40.0", "YES", "50 calls, rep 1: saturated: rtt p99 1500 ms",
 		"2× connect: HTTP 503", "stable maximum: 10 calls", "gc max: the longest of the server's last 256", "idle: 5 connections", "200.0 KiB rss per connection"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/voxhost/voxhost/host/codec"
 )
 
 // ms formats a duration in milliseconds with about three significant
@@ -37,7 +39,11 @@ func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 // /metrics.
 func (sr SweepResult) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s, %d fps, %v of audio per call\n\n", sr.Protocol, sr.URL, sr.FPS, sr.Duration)
+	fmt.Fprintf(&b, "%s %s, ", sr.Protocol, sr.URL)
+	if sr.Format != (codec.Format{}) {
+		fmt.Fprintf(&b, "%s, ", sr.Format)
+	}
+	fmt.Fprintf(&b, "%d fps, %v of audio per call\n\n", sr.FPS, sr.Duration)
 	if id := sr.Idle; id != nil {
 		fmt.Fprintf(&b, "idle: %d connections (%d failed, %d dropped), connect p50 %s ms, p95 %s ms", id.Conns, id.Failed, id.Dropped, ms(id.ConnectP50), ms(id.ConnectP95))
 		if id.HasServer {
@@ -114,6 +120,8 @@ type (
 	jsonSweep struct {
 		URL            string      `json:"url"`
 		Protocol       string      `json:"protocol"`
+		Codec          string      `json:"codec,omitempty"`
+		RateHz         int         `json:"rate_hz,omitempty"`
 		FPS            int         `json:"fps"`
 		DurationS      float64     `json:"duration_s"`
 		Points         []jsonPoint `json:"points"`
@@ -199,6 +207,9 @@ func nonNil(s []string) []string {
 // /metrics.
 func (sr SweepResult) WriteJSON(w io.Writer) error {
 	doc := jsonSweep{URL: sr.URL, Protocol: sr.Protocol, FPS: sr.FPS, DurationS: sr.Duration.Seconds(), Points: []jsonPoint{}}
+	if sr.Format != (codec.Format{}) {
+		doc.Codec, doc.RateHz = sr.Format.Encoding.String(), sr.Format.Rate
+	}
 	if sr.StableMax > 0 {
 		doc.StableMaxCalls = &sr.StableMax
 	}

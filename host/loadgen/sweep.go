@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/voxhost/voxhost/host/codec"
 )
 
 // DefaultCounts are a sweep's suggested call counts: roughly doubling,
@@ -23,6 +25,8 @@ type SweepResult struct {
 	// URL is the server's address as given (its TCP address for a
 	// protocol over TCP), Protocol the protocol spoken.
 	URL, Protocol string
+	// Format is the audio the calls sent; zero when no point ran.
+	Format codec.Format
 	// FPS and Duration are each call's frame rate and audio length.
 	FPS      int
 	Duration time.Duration
@@ -63,7 +67,7 @@ func Sweep(ctx context.Context, cfg Config, counts []int, reps int, progress io.
 		return SweepResult{}, errors.New("loadgen: no call counts to sweep")
 	}
 	reps = max(reps, 1)
-	sr := SweepResult{URL: cfg.Target(), Protocol: cfg.Protocol, FPS: cfg.FPS, Duration: cfg.Duration}
+	sr := SweepResult{URL: cfg.Target(), Protocol: cfg.Protocol, Format: cfg.Format, FPS: cfg.FPS, Duration: cfg.Duration}
 	murl, _ := cfg.metricsURL() // checked by withDefaults
 	scr := newScraper(murl)
 
