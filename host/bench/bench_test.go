@@ -2,8 +2,11 @@ package bench_test
 
 import (
 	"context"
+	"io"
 	"math"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +87,19 @@ func TestEchoBaselineEchoes(t *testing.T) {
 			t.Fatalf("echo of %d bytes: %v", len(msg), err)
 		}
 	}
+	// The load generator reads the floor's memory and GC pauses, and
+	// waits for its connections to close, from the same series as voxhost's.
+	resp, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, series := range []string{"process_resident_memory_bytes", "go_sched_pauses_total_gc_seconds_bucket", "voxhost_active_calls 1"} {
+		if !strings.Contains(string(body), series) {
+			t.Errorf("/metrics has no %s:\n%s", series, body)
+		}
+	}
 }
 
 func TestReplaceSectionAndKeepHandWritten(t *testing.T) {
@@ -138,5 +154,13 @@ func TestRelaySectionReportsBothRoutes(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("section lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestFineSweep(t *testing.T) {
+	got := bench.FineSweep([]int{10, 50, 100, 250, 500, 1000}, 250)
+	want := []int{10, 50, 100, 250, 500, 750, 1000}
+	if !slices.Equal(got, want) {
+		t.Fatalf("FineSweep = %v, want %v", got, want)
 	}
 }

@@ -99,6 +99,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		vox, bare := namedSweep{"voxhost", r.Voxhost}, namedSweep{"bare echo", r.Baseline}
 		writeSweeps(p, "server", []namedSweep{vox, bare})
 		writeCapacity(p, vox, bare, "the baseline")
+		writeDensity(p, r)
 	}
 	writeRelay(p, r.Relay, r.RelayError, false)
 	p("%s", PublishedHeading)
@@ -166,6 +167,35 @@ func writeCapacity(p func(string, ...any), measured, base namedSweep, baseWords 
 	p("")
 }
 
+// memoryPoint is a density point's RSS per live call and its round trips.
+func memoryPoint(pt loadgen.Result) string {
+	s := fmt.Sprintf("%.1f KiB", RSSPerCall(pt)/1024)
+	if RSSPerCall(pt) <= 0 {
+		s = "—"
+	}
+	return fmt.Sprintf("%s (p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, throughput %.1f%%)", s, ms(pt.RTT.P50), ms(pt.RTT.P99), ms(pt.RTT.P999), 100*pt.Throughput)
+}
+
+// writeDensity prints what voxhost's live calls hold against the floor,
+// the bare echo's connections measured the same way, and the two p99s at
+// the sweeps' largest count.
+func writeDensity(p func(string, ...any), r *Report) {
+	vox, bare := RSSPerCall(r.VoxhostMemory), RSSPerCall(r.BaselineMemory)
+	p("Density: server RSS per live call, %d calls on each server while fresh, before its sweep (during the point less", r.VoxhostMemory.Calls)
+	p("before it, over the calls that connected): voxhost %s; bare echo %s.", memoryPoint(r.VoxhostMemory), memoryPoint(r.BaselineMemory))
+	if vox > 0 && bare > 0 {
+		p("voxhost holds %.2f× the floor per call: %.1f KiB beyond a bare coder/websocket connection.", vox/bare, (vox-bare)/1024)
+	}
+	nv, nb := len(r.Voxhost.Points), len(r.Baseline.Points)
+	if nv > 0 && nb > 0 {
+		v, b := r.Voxhost.Points[nv-1], r.Baseline.Points[nb-1]
+		if v.Calls == b.Calls && b.RTT.P99 > 0 {
+			p("p99 at %d calls in the sweep: voxhost %.2f ms, bare echo %.2f ms: **%.2f×**.", v.Calls, ms(v.RTT.P99), ms(b.RTT.P99), float64(v.RTT.P99)/float64(b.RTT.P99))
+		}
+	}
+	p("")
+}
+
 // Headings of BENCHMARKS.md's sections that are written alone or placed
 // by name.
 const (
@@ -204,16 +234,8 @@ func writeRelay(p func(string, ...any), r *Relay, failed string, alone bool) {
 	es, rs := namedSweep{echo.Name + " route", echo.Sweep}, namedSweep{relay.Name + " route", relay.Sweep}
 	writeSweeps(p, "route", []namedSweep{{echo.Name, echo.Sweep}, {relay.Name, relay.Sweep}})
 	writeCapacity(p, rs, es, "the echo route's")
-	memory := func(rr RelayRoute) string {
-		pt := rr.Memory
-		s := fmt.Sprintf("%.1f KiB", rr.RSSPerCall()/1024)
-		if rr.RSSPerCall() <= 0 {
-			s = "—"
-		}
-		return fmt.Sprintf("%s (p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, throughput %.1f%%)", s, ms(pt.RTT.P50), ms(pt.RTT.P99), ms(pt.RTT.P999), 100*pt.Throughput)
-	}
 	p("Server RSS per live call, %d calls on a fresh server (during the point less before it): echo route %s; relay route %s.",
-		echo.Memory.Calls, memory(echo), memory(relay))
+		echo.Memory.Calls, memoryPoint(echo.Memory), memoryPoint(relay.Memory))
 	p("The bot simulator used %.0f%% of a core on average while the relay route was measured: it and the load generator", r.BotCPUPercent)
 	p("share the two cores with the server, so the relay's figures bound what the host alone would do from below.")
 	p("")

@@ -73,13 +73,7 @@ type RelayRoute struct {
 // RSSPerCall is the server's resident memory per live call at the memory
 // point: during the point, less before it, on a fresh server; 0 if the
 // server said nothing.
-func (r RelayRoute) RSSPerCall() float64 {
-	s := r.Memory.Server
-	if s == nil || s.RSSDuring == 0 || r.Memory.Calls == 0 {
-		return 0
-	}
-	return float64(s.RSSDuring-s.RSSBefore) / float64(r.Memory.Calls)
-}
+func (r RelayRoute) RSSPerCall() float64 { return RSSPerCall(r.Memory) }
 
 // RunRelay measures the same pipeline as an echo route and as a route
 // relayed to `voxhost bench bot --mode echo` (no delay, raw dialect), each

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,10 @@ type Report struct {
 	Pipeline4     []SessionsRow
 	Voxhost       loadgen.SweepResult
 	Baseline      loadgen.SweepResult
-	SweepError    string
+	// VoxhostMemory and BaselineMemory are the density points: DensityCalls
+	// calls on each server while it is fresh, before its sweep.
+	VoxhostMemory, BaselineMemory loadgen.Result
+	SweepError                    string
 	// Relay is the relay comparison; RelayError says why it failed.
 	Relay      *Relay
 	RelayError string
@@ -99,6 +103,7 @@ func RunReport(ctx context.Context, cat *catalog.Catalog, cfg ReportConfig) (*Re
 	if rep.Pipeline4, err = Sessions(ctx, cat, SessionsConfig{Sessions: []int{1, 100}, Spec: cfg.Pipeline, Duration: cfg.SessionsDuration}); err != nil {
 		return nil, err
 	}
+	cfg.Sweep = FineSweep(cfg.Sweep, SweepStep)
 	if err := rep.sweeps(ctx, cfg, say); err != nil {
 		rep.SweepError = err.Error()
 		say("load sweep failed: %v", err)
@@ -108,6 +113,42 @@ func RunReport(ctx context.Context, cat *catalog.Catalog, cfg ReportConfig) (*Re
 		say("relay comparison failed: %v", err)
 	}
 	return rep, nil
+}
+
+// DensityCalls is the size of the point whose server memory gives RSS per
+// live call: the design's 1,000 calls.
+const DensityCalls = 1000
+
+// SweepStep is the resolution the report's sweeps tell capacity to.
+const SweepStep = 250
+
+// FineSweep returns counts with every multiple of step up to the largest
+// of them added, in order, so that a capacity is told to within step
+// calls wherever it lies; the small counts stay as given.
+func FineSweep(counts []int, step int) []int {
+	out := slices.Clone(counts)
+	if len(counts) == 0 || step <= 0 {
+		return out
+	}
+	for n := step; n <= slices.Max(counts); n += step {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RSSPerCall is the server's resident memory per live call at a density
+// point: during the point less before it, over the calls that connected; 0
+// if the server said nothing.
+func RSSPerCall(r loadgen.Result) float64 {
+	s := r.Server
+	live := r.Calls - r.ConnectionsFailed
+	if s == nil || s.RSSDuring == 0 || live <= 0 {
+		return 0
+	}
+	return float64(s.RSSDuring-s.RSSBefore) / float64(live)
 }
 
 // Relay is the relay comparison's part of the report's config, for
@@ -133,13 +174,24 @@ func (rep *Report) sweeps(ctx context.Context, cfg ReportConfig, say func(string
 	defer echo.stop()
 	lg := loadgen.Config{Protocol: "raw", Duration: cfg.PointDuration, FPS: 50, Ramp: time.Second}
 	for _, target := range []struct {
-		name string
-		addr string
-		into *loadgen.SweepResult
-	}{{"voxhost", vox.addr, &rep.Voxhost}, {"bare echo", echo.addr, &rep.Baseline}} {
-		say("load sweep: %s at %s, %v calls", target.name, target.addr, cfg.Sweep)
+		name   string
+		addr   string
+		into   *loadgen.SweepResult
+		memory *loadgen.Result
+	}{{"voxhost", vox.addr, &rep.Voxhost, &rep.VoxhostMemory}, {"bare echo", echo.addr, &rep.Baseline, &rep.BaselineMemory}} {
 		c := lg
 		c.URL = "ws://" + target.addr + "/ws"
+		// The density point runs first, while the server has held no call,
+		// so that its memory during the point less before it is what the
+		// live calls hold, not what earlier points left.
+		say("density: %s, %d calls", target.name, DensityCalls)
+		c.Calls = DensityCalls
+		mem, err := loadgen.Run(ctx, c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", target.name, err)
+		}
+		*target.memory = mem
+		say("load sweep: %s at %s, %v calls", target.name, target.addr, cfg.Sweep)
 		res, err := loadgen.Sweep(ctx, c, cfg.Sweep, 1, nil)
 		if err != nil {
 			return fmt.Errorf("%s: %w", target.name, err)
