@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/audiofile"
@@ -594,12 +595,21 @@ func TestHearAFile(t *testing.T) {
 	run(t, ctx, "waiting for the log-in form", chromedp.WaitVisible(chromedp.ID("token")))
 	screenshot(t, ctx, "login")
 	login(t, ctx, h.adminURL, adminToken)
-	run(t, ctx, "running the file",
-		chromedp.Click(chromedp.ID("tab-file")),
+	// With the keyboard: the arrow keys move between the views' tabs,
+	// Enter on the focused button runs the file.
+	run(t, ctx, "choosing the view with the keyboard",
+		chromedp.Focus(chromedp.ID("tab-call")),
+		chromedp.KeyEvent(kb.ArrowRight+kb.ArrowRight),
 		chromedp.WaitVisible(chromedp.ID("file-form")),
+	)
+	if focused := eval[string](t, ctx, `document.activeElement.id`); focused != "tab-file" {
+		t.Errorf("after two right arrows from the Call tab, %q has the focus", focused)
+	}
+	run(t, ctx, "running the file",
 		chromedp.SetUploadFiles(chromedp.ID("file"), []string{file}),
 		chromedp.SetValue(chromedp.ID("file-route"), "talk"),
-		chromedp.Click(chromedp.ID("file-run")),
+		chromedp.Focus(chromedp.ID("file-run")),
+		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitReady(chromedp.CSS(`body[data-file="done"], body[data-file="failed"]`)),
 	)
 	if st := text(t, ctx, "#file-status"); eval[string](t, ctx, `document.body.dataset.file`) != "done" {
