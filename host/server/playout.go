@@ -463,9 +463,9 @@ func (c *call) sendPlayout(ulaw []byte, gen uint64) bool {
 // it once played; where the host owns timing it has played, and the bot
 // hears so at once (the caller sees the mark too).
 func (c *call) markReached(name string) bool {
-	ok := c.renderCaller(func() (transport.MessageType, []byte, bool) { return c.sess.Mark(name) })
 	if !c.bot.queue.buffers {
+		// The bot hears first: the caller's copy is only news.
 		c.bot.ack(name, "played")
 	}
-	return ok
+	return c.renderCaller(func() (transport.MessageType, []byte, bool) { return c.sess.Mark(name) })
 }
