@@ -93,7 +93,7 @@ func benchGoroutineChain(b *testing.B, frame []byte, depth int) {
 // and the time to make one. Run it with -benchtime=3x: each iteration makes
 // 200 instances.
 func BenchmarkInstanceMemory(b *testing.B) {
-	for _, name := range []string{"passthrough", "gain", "vad"} {
+	for _, name := range []string{"passthrough", "gain", "vad", "dtmf", "gate", "agc"} {
 		b.Run(name, func(b *testing.B) {
 			c := newCatalog(b)
 			p, err := c.Resolve(context.Background(), name)

@@ -46,6 +46,9 @@ type botLeg struct {
 	// mark acknowledgements, and a session renders into one buffer.
 	mu     sync.Mutex
 	writes writeGauge
+	// timer times the bot's messages for the outbound
+	// voxhost_relay_frame_seconds; the bot reader uses it.
+	timer frameTimer
 	// audio holds the inbound pipeline's output in the bot leg's format.
 	audio []byte
 
@@ -119,6 +122,7 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		pcm:     make([]byte, outboundFrameMs*u.Format.Rate/1000*abi.SampleBytes),
 		out:     make([]byte, c.maxFrameMs*c.format.BytesPerMs()),
 		queue:   newPlayout(s, c.format),
+		timer:   newFrameTimer(s.opts.SampleEvery, s.metrics.relayFrame.WithLabelValues(dirOutbound)),
 	}
 	if c.proto.Buffers() {
 		b.queue.buffers, b.queue.sendAhead = true, s.opts.SendAhead
@@ -278,7 +282,7 @@ func (b *botLeg) read() {
 			b.readFailed(err)
 			return
 		}
-		t0 := time.Now()
+		t0 := b.timer.start()
 		if err := b.sess.Decode(transport.MessageType(typ), msg, &b.msg); err != nil {
 			c.log.Info("malformed message from the bot", "err", err)
 			b.failed("malformed", "the voice bot sent a malformed message: "+err.Error())
@@ -394,7 +398,7 @@ func (b *botLeg) processFrame(t0 time.Time) bool {
 			return false
 		}
 	}
-	c.s.metrics.relayFrame.WithLabelValues(dirOutbound).Observe(time.Since(t0).Seconds())
+	b.timer.done(t0)
 	return true
 }
 

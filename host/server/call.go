@@ -102,7 +102,9 @@ type call struct {
 	callerWrites writeGauge
 
 	framesIn, framesOut prometheus.Counter
-	frameSeconds        prometheus.Observer
+	// frameTimer times the caller's frames: voxhost_frame_processing_seconds
+	// in an echo, the inbound voxhost_relay_frame_seconds in a relay.
+	frameTimer frameTimer
 
 	// frames counts the caller's audio frames; the watchdog reads it to
 	// tell an idle caller, so the frame path reads no clock for it.
@@ -191,7 +193,7 @@ func (c *call) run() {
 			c.readFailed(err)
 			return
 		}
-		t0 := time.Now()
+		t0 := c.frameTimer.start()
 		if !c.decode(typ, msg) {
 			return
 		}
@@ -242,7 +244,8 @@ func (c *call) detected() {
 	c.log = c.log.With("protocol", p.Name())
 }
 
-// handle acts on one decoded message read at t0; false ends the call.
+// handle acts on one decoded message read at t0 (zero when the message
+// is not timed); false ends the call.
 func (c *call) handle(t0 time.Time) bool {
 	switch c.msg.Kind {
 	case transport.KindAudio:
@@ -315,7 +318,7 @@ func (c *call) frame(t0 time.Time) bool {
 	c.audioMs += int64(len(c.msg.Audio) / c.format.BytesPerMs())
 	if b := c.bot; b != nil {
 		ok := b.sendAudio(pcm)
-		c.s.metrics.relayFrame.WithLabelValues(dirInbound).Observe(time.Since(t0).Seconds())
+		c.frameTimer.done(t0)
 		if !ok || !c.inEvents.empty() && !c.flushInbound() {
 			return false
 		}
@@ -329,7 +332,7 @@ func (c *call) frame(t0 time.Time) bool {
 		}
 	}
 	n := c.format.Encode(c.frameOut, pcm)
-	c.frameSeconds.Observe(time.Since(t0).Seconds())
+	c.frameTimer.done(t0)
 	if !c.inEvents.empty() && !c.flushInbound() || !c.outEvents.empty() && !c.flushOutbound() {
 		return false
 	}
@@ -401,7 +404,11 @@ func (c *call) start(start *transport.Start) error {
 		c.end(websocket.StatusInternalError, "pipeline failed to start", "start_failed")
 		return err
 	}
-	c.frameSeconds = c.s.metrics.frameSeconds.WithLabelValues(route.Name)
+	frameSeconds := c.s.metrics.frameSeconds.WithLabelValues(route.Name)
+	if route.Upstream != nil {
+		frameSeconds = c.s.metrics.relayFrame.WithLabelValues(dirInbound)
+	}
+	c.frameTimer = newFrameTimer(c.s.opts.SampleEvery, frameSeconds)
 	if u := route.Upstream; u != nil {
 		if err := c.connectBot(u, info); err != nil {
 			return err

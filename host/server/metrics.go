@@ -2,6 +2,7 @@ package server
 
 import (
 	"regexp"
+	"time"
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/pipeline"
@@ -85,7 +86,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		}, []string{"protocol"}),
 		frameSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "voxhost_frame_processing_seconds",
-			Help:    "Time to decode, run the pipeline on and encode one frame.",
+			Help:    "Time to decode, run the pipeline on and encode one frame, sampled (one frame in sample_every per call).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2.5, 12),
 		}, []string{"pipeline"}),
 		pluginErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -139,7 +140,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	}, []string{"protocol", "reason"})
 	m.relayFrame = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "voxhost_relay_frame_seconds",
-		Help:    "Time the host adds to a relayed frame, by direction: inbound from the caller's message read to the bot's written, outbound from the bot's audio read to its frame queued for the caller.",
+		Help:    "Time the host adds to a relayed frame, by direction: inbound from the caller's message read to the bot's written, outbound from the bot's audio read to its frame queued for the caller; sampled (one message in sample_every per leg).",
 		Buckets: prometheus.ExponentialBuckets(1e-6, 2.5, 14),
 	}, []string{"direction"})
 	m.playoutDepth = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -181,6 +182,40 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
+}
+
+// frameTimer times one frame in every (and every frame when every is 0)
+// for the end-to-end frame histograms (voxhost_frame_processing_seconds,
+// voxhost_relay_frame_seconds): reading the clock twice and observing a
+// histogram every call shares costs ~120 ns a frame, 0.4% of a frame's
+// ~30 µs of server CPU, where one frame in 64 costs ~2 ns. The frames it
+// skips are like those it times, as the per-plugin sample's are. The zero
+// value times nothing (a call before its stream starts); one goroutine
+// uses a frameTimer.
+type frameTimer struct {
+	every, n uint64
+	obs      prometheus.Observer
+}
+
+func newFrameTimer(every int, obs prometheus.Observer) frameTimer {
+	return frameTimer{every: uint64(max(every, 1)), obs: obs}
+}
+
+// start returns the time a sampled frame starts, and the zero time for
+// the others.
+func (t *frameTimer) start() time.Time {
+	t.n++
+	if t.every == 0 || t.n%t.every != 0 {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// done observes a sampled frame that started at t0.
+func (t *frameTimer) done(t0 time.Time) {
+	if !t0.IsZero() {
+		t.obs.Observe(time.Since(t0).Seconds())
+	}
 }
 
 // countDroppedEmits adds what the host dropped from p's plugins during a

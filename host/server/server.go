@@ -124,8 +124,10 @@ type Options struct {
 	// reading); 0 means DefaultStallTimeout.
 	StallTimeout time.Duration
 	// SampleEvery is how often a call's frame is timed plugin by plugin
-	// (voxhost_plugin_frame_seconds, Calls): one frame in SampleEvery.
-	// 0 means DefaultSampleEvery; NoSampling turns it off.
+	// (voxhost_plugin_frame_seconds, Calls) and end to end
+	// (voxhost_frame_processing_seconds, voxhost_relay_frame_seconds): one
+	// frame in SampleEvery. 0 means DefaultSampleEvery; NoSampling turns
+	// the per-plugin timing off and times every frame end to end.
 	SampleEvery int
 }
 
@@ -422,6 +424,11 @@ func routeNames(m map[string]*Route) []string {
 	slices.Sort(names)
 	return names
 }
+
+// Handle mounts handler at pattern on the server's own mux, beside its
+// endpoints, so that Serve serves it too (voxhost serve's console: true).
+// It panics, as http.ServeMux does, on a pattern that conflicts.
+func (s *Server) Handle(pattern string, handler http.Handler) { s.mux.Handle(pattern, handler) }
 
 // Handler serves the server's endpoints.
 func (s *Server) Handler() http.Handler { return s.mux }
