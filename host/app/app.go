@@ -326,62 +326,34 @@ func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) er
 			}
 		}()
 	}
-	if !h.Config.Console {
-		if ready != nil {
-			ready(l.Addr())
+	if h.Config.Console {
+		if err := h.mountConsole(); err != nil {
+			_ = l.Close()
+			return err
 		}
-		return h.Server.Serve(ctx, l)
-	}
-	handler, err := h.mainWithConsole()
-	if err != nil {
-		_ = l.Close()
-		return err
 	}
 	if ready != nil {
 		ready(l.Addr())
 	}
-	return h.serveMain(ctx, l, handler)
+	return h.Server.Serve(ctx, l)
 }
 
-// mainWithConsole is the main listener's handler with console: true: the
-// server's endpoints, and the console at /console/ with its API at
-// /console/api/, behind the callers' tokens.
-func (h *Host) mainWithConsole() (http.Handler, error) {
+// mountConsole puts the console on the main listener (console: true): the
+// page at /console/ and its API at /console/api/, behind the callers'
+// tokens, beside the server's endpoints.
+func (h *Host) mountConsole() error {
 	tokens := h.Config.ResolvedTokens()
 	con, err := h.console("/console/api/", "call token (auth.tokens)", false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	protect := admin.RequireBearer(tokens, "voxhost", "token", "auth.tokens")
 	page := con.Handler(protect)
-	mux := http.NewServeMux()
-	mux.Handle("/", h.Server.Handler())
-	mux.Handle("/console", page)
-	mux.Handle("/console/", page)
-	mux.Handle("/console/api/", http.StripPrefix("/console/api", admin.NewConsoleAPI(admin.HandlerOptions{
+	h.Server.Handle("/console", page)
+	h.Server.Handle("/console/", page)
+	h.Server.Handle("/console/api/", http.StripPrefix("/console/api", admin.NewConsoleAPI(admin.HandlerOptions{
 		Manager: h.manager, Tokens: tokens, Logger: h.log})))
-	return mux, nil
-}
-
-// serveMain serves handler, which mounts the server's, on l as
-// Server.Serve does: until ctx ends, then a drain, then a shutdown.
-func (h *Host) serveMain(ctx context.Context, l net.Listener, handler http.Handler) error {
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	res := h.Server.Drain(context.Background())
-	h.log.Info("drained", "finished", res.Finished, "cut", res.Cut)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := hs.Shutdown(shutdownCtx)
-	<-errc
-	h.Server.Close()
-	return err
+	return nil
 }
 
 // serveAdmin serves the admin API on l until the returned stop is called.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,5 +70,22 @@ func TestARouteThatCannotTakeTheCallersRateRefusesTheCall(t *testing.T) {
 	var ce websocket.CloseError
 	if !asCloseError(err, &ce) || ce.Code != websocket.StatusUnsupportedData || !strings.Contains(ce.Reason, "16000 Hz") {
 		t.Fatalf("a 16 kHz caller on an 8 kHz relay: %v, want 1003 naming the rates", err)
+	}
+}
+
+// TestRouteRates: an echo takes every caller rate; a relay to an 8 kHz
+// bot without a resampler only 8 kHz.
+func TestRouteRates(t *testing.T) {
+	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{
+		"main":  {inbound: "passthrough"},
+		"relay": {inbound: "passthrough", upstream: upstream(t, "ws://127.0.0.1:9/bot", "raw")},
+	}, nil)
+	for name, want := range map[string]string{"main": "[8000 16000 24000]", "relay": "[8000]"} {
+		if got, ok := h.RouteRates(name); !ok || fmt.Sprint(got) != want {
+			t.Errorf("%s takes %v (%v), want %s", name, got, ok, want)
+		}
+	}
+	if _, ok := h.RouteRates("nope"); ok {
+		t.Error("an unknown route has rates")
 	}
 }

@@ -398,6 +398,26 @@ func (s *Server) Routes() (names []string, defaultName string) {
 	return routeNames(set.byName), set.defaultName
 }
 
+// RouteRates returns the caller rates, in Hz, that the route named name
+// ("" for the default) takes calls at, ascending, and whether it exists:
+// what a client that can send several picks from.
+func (s *Server) RouteRates(name string) ([]int, bool) {
+	set := s.routes.Load()
+	if name == "" {
+		name = set.defaultName
+	}
+	if _, ok := set.byName[name]; !ok {
+		return nil, false
+	}
+	var rates []int
+	for _, r := range codec.L16Rates {
+		if set.unfit[name][r] == nil {
+			rates = append(rates, r)
+		}
+	}
+	return rates, true
+}
+
 // route returns the route named name, or the default for "", and why it
 // cannot take a caller at rate (nil if it can).
 func (s *Server) route(name string, rate int) (*Route, error, bool) {
