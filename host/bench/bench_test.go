@@ -15,11 +15,14 @@ import (
 
 	"github.com/voxhost/voxhost/host/bench"
 	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/loadgen"
+	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/signal"
 )
 
-func newCatalog(t *testing.T) *catalog.Catalog {
+func newCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: "-"})
@@ -162,5 +165,38 @@ func TestFineSweep(t *testing.T) {
 	want := []int{10, 50, 100, 250, 500, 750, 1000}
 	if !slices.Equal(got, want) {
 		t.Fatalf("FineSweep = %v, want %v", got, want)
+	}
+}
+
+// BenchmarkSessionFrame is one frame of a `voxhost bench sessions` session
+// (μ-law decoded into the first of four passthrough stages, the chain, μ-law
+// encoded) on one goroutine: run it with -cpuprofile to see where a frame's
+// time goes.
+func BenchmarkSessionFrame(b *testing.B) {
+	ctx := context.Background()
+	specs, err := pipeline.ParseSpec("passthrough | passthrough | passthrough | passthrough")
+	if err != nil {
+		b.Fatal(err)
+	}
+	def, err := newCatalog(b).Definition(ctx, "bench", specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := def.Instantiate(ctx, pipeline.CallConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close(ctx)
+	ulaw := make([]byte, bench.FrameSamples)
+	codec.EncodeUlaw(ulaw, signal.Speech(8000, 0.02))
+	src := &codec.UlawSource{Frame: ulaw}
+	out := make([]byte, bench.FrameSamples)
+	b.ReportAllocs()
+	for b.Loop() {
+		pcm, err := p.Process(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		codec.EncodeUlaw(out, pcm)
 	}
 }
