@@ -98,7 +98,7 @@ func TestEchoBaselineEchoes(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, series := range []string{"process_resident_memory_bytes", "go_sched_pauses_total_gc_seconds_bucket", "voxhost_active_calls 1"} {
+	for _, series := range []string{"process_resident_memory_bytes", "go_sched_pauses_total_gc_seconds_bucket", "go_sched_latencies_seconds_bucket", "voxhost_active_calls 1"} {
 		if !strings.Contains(string(body), series) {
 			t.Errorf("/metrics has no %s:\n%s", series, body)
 		}

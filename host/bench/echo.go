@@ -19,17 +19,17 @@ import (
 // this server's on the same machine in the same run.
 //
 // GET /metrics serves the series the load generator reads from voxhost
-// (process memory and CPU, the GC pause histogram, and the live
-// connections as voxhost_active_calls), so that the floor, the echo's own
-// memory per connection and its GC pauses, is measured the same way as
-// voxhost's. A scrape is the only work they add, and the load generator
-// makes three per point.
+// (process memory and CPU, the GC pause and scheduling latency histograms,
+// and the live connections as voxhost_active_calls), so that the floor,
+// the echo's own memory per connection, GC pauses and waits for a core, is
+// measured the same way as voxhost's. A scrape is the only work they add,
+// and the load generator makes three per point.
 func EchoHandler(maxMessage int) http.Handler {
 	reg := prometheus.NewRegistry()
 	active := prometheus.NewGauge(prometheus.GaugeOpts{Name: "voxhost_active_calls", Help: "Open echo connections."})
 	reg.MustRegister(active,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/(pauses/total/gc|latencies):seconds$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -176,9 +176,12 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		// process collectors; registering them twice would panic.
 		m.registry.MustRegister(
 			// The GC pause histogram lets a load test show the tail has no
-			// GC stalls: go_sched_pauses_total_gc_seconds.
+			// GC stalls (go_sched_pauses_total_gc_seconds), and the
+			// scheduler's histogram of how long runnable goroutines waited
+			// for a core (go_sched_latencies_seconds) shows a tail that is
+			// CPU queueing.
 			collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-				collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
+				collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/(pauses/total/gc|latencies):seconds$`)})),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
