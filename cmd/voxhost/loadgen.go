@@ -49,7 +49,7 @@ func loadgenCommand() *cli.Command {
    Example: voxhost loadgen --url ws://localhost:8080 --sweep ` + strings.Join(counts, ",") + ` --plot rtt.svg`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "server address, ws:// or wss://; without a path, the protocol's endpoint (/ws, /twilio, …)"},
-			&cli.StringFlag{Name: "tcp-addr", Usage: "host:port of the server's listener for a protocol over TCP (audiosocket)"},
+			&cli.StringFlag{Name: "tcp-addr", Usage: "host:port of the server's listener for a protocol over TCP (audiosocket); the others ignore it"},
 			&cli.StringFlag{Name: "protocol", Usage: strings.Join(loadgenProtocols(), ", "), Value: loadgen.DefaultProtocol},
 			&cli.StringFlag{Name: "codec", Usage: "audio the calls send: mulaw, alaw or l16 (default: the protocol's first of mulaw, l16, alaw)"},
 			&cli.IntFlag{Name: "rate", Usage: "sample rate with --codec l16: 8000, 16000 or 24000"},

@@ -57,7 +57,8 @@ type Config struct {
 	// only says where /metrics is, and may be empty.
 	URL string
 	// TCPAddr is host:port of the server's listener for a protocol that
-	// runs over TCP rather than WebSocket (audiosocket).
+	// runs over TCP rather than WebSocket (audiosocket); a protocol over
+	// WebSocket does not use it, so one command line can name both.
 	TCPAddr string
 	// Protocol names a protocol registered in host/transport with both
 	// roles: raw (the default), twilio, audiosocket, ….
@@ -137,7 +138,7 @@ func (c Config) withDefaults() (Config, error) {
 // Target is the server's address as a report names it: the URL, or the
 // TCP address for a protocol over TCP.
 func (c Config) Target() string {
-	if c.TCPAddr != "" {
+	if p, err := c.protocol(); err == nil && p.framer != nil {
 		return c.TCPAddr
 	}
 	return c.URL
@@ -174,8 +175,6 @@ func (c Config) protocol() (protocol, error) {
 		p.tcpAddr = c.TCPAddr
 	case c.URL == "":
 		return p, errors.New("loadgen: no server URL")
-	case c.TCPAddr != "":
-		return p, fmt.Errorf("loadgen: the %s protocol runs over WebSocket: a TCP address is for a protocol over TCP (audiosocket)", c.Protocol)
 	}
 	return p, nil
 }

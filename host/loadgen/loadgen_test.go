@@ -142,6 +142,10 @@ func TestConfigURLs(t *testing.T) {
 		{Config{URL: "ws://h:1/", Protocol: ProtocolTwilio, Pipeline: "bot"}, "ws://h:1/twilio", "http://h:1/metrics"},
 		{Config{URL: "wss://h/ws", Pipeline: "a b"}, "wss://h/ws?pipeline=a+b", "https://h/metrics"},
 		{Config{URL: "ws://h:1/custom?x=1", MetricsURL: "-"}, "ws://h:1/custom?x=1", ""},
+		{Config{URL: "ws://h:1", TCPAddr: "h:9092"}, "ws://h:1/ws", "http://h:1/metrics"}, // a WebSocket protocol ignores it
+		{Config{URL: "ws://h:1", Protocol: "raw", Format: codec.Format{Encoding: codec.L16, Rate: 16000}}, "ws://h:1/ws?codec=l16&rate=16000", "http://h:1/metrics"},
+		{Config{TCPAddr: "h:9092", Protocol: "audiosocket"}, "h:9092", ""},
+		{Config{URL: "ws://h:1", TCPAddr: "h:9092", Protocol: "audiosocket"}, "h:9092", "http://h:1/metrics"},
 	} {
 		cfg, err := c.cfg.withDefaults()
 		if err != nil {
@@ -153,7 +157,9 @@ func TestConfigURLs(t *testing.T) {
 			t.Errorf("%+v: call %q metrics %q, want %q %q", c.cfg, call, metrics, c.call, c.metrics)
 		}
 	}
-	for _, bad := range []Config{{}, {URL: "http://h"}, {URL: "ws://h", Protocol: "sip"}, {URL: "ws://h", Duration: time.Millisecond}} {
+	for _, bad := range []Config{{}, {URL: "http://h"}, {URL: "ws://h", Protocol: "sip"}, {URL: "ws://h", Duration: time.Millisecond},
+		{URL: "ws://h", Protocol: "audiosocket"}, {TCPAddr: "h", Protocol: "audiosocket"}, {URL: "ws://h", Protocol: "openai-realtime"},
+		{URL: "ws://h", Protocol: "twilio", Format: codec.Format{Encoding: codec.L16, Rate: 16000}}} {
 		if _, err := bad.withDefaults(); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
