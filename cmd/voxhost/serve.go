@@ -14,14 +14,16 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/voxhost/voxhost/host/app"
+	"github.com/voxhost/voxhost/host/transport"
 )
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "accept calls over WebSocket: /ws (raw μ-law) and /twilio (Twilio Media Streams)",
+		Usage: "accept calls: every carrier's WebSocket endpoint (/ws raw, /twilio, /telnyx, …, /auto) and AudioSocket over TCP",
 		Description: `With no flags it serves the built-in pipeline "` + app.DefaultPipelineSpec + `" on :8080.
-   Endpoints: /ws, /twilio, /metrics, /healthz, /readyz. SIGTERM or SIGINT drains.
+   Endpoints: one per protocol (the banner lists them), /metrics, /healthz, /readyz;
+   AudioSocket on audiosocket.listen. SIGTERM or SIGINT drains.
    SIGHUP rereads the config file's pipelines (and the plugin files they name);
    calls in flight keep theirs. With --admin-addr (or admin.listen) the admin API
    lists, uploads and deletes plugins and reloads pipelines; the plugins dir is
@@ -76,8 +78,18 @@ func serveCommand() *cli.Command {
 				sort.Strings(names)
 				slog.Info("voxhost serving", "addr", addr.String(), "pipelines", strings.Join(names, ","), "default", cfg.DefaultPipeline,
 					"max_calls", cfg.Limits.MaxCalls, "auth", len(cfg.ResolvedTokens()) > 0)
-				fmt.Fprintf(os.Stderr, "voxhost: serving on %s — ws://%s/ws (raw μ-law), ws://%s/twilio, /metrics, /healthz, /readyz\n",
-					addr, hostPort(addr), hostPort(addr))
+				var paths []string
+				for _, p := range transport.Protocols() {
+					if p.Path() != "" {
+						paths = append(paths, p.Path())
+					}
+				}
+				sort.Strings(paths)
+				fmt.Fprintf(os.Stderr, "voxhost: serving on %s — ws://%s{%s}, /metrics, /healthz, /readyz\n",
+					addr, hostPort(addr), strings.Join(paths, ","))
+				if a := cfg.AudioSocket.Listen; a != "" {
+					fmt.Fprintf(os.Stderr, "voxhost: AudioSocket (TCP) on %s\n", a)
+				}
 				if a := h.AdminAddr(); a != nil {
 					fmt.Fprintf(os.Stderr, "voxhost: admin API on http://%s (GET /plugins, PUT|DELETE /plugins/NAME, GET /pipelines, POST /reload)\n", hostPort(a))
 				}
