@@ -125,7 +125,7 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		timer:   newFrameTimer(s.opts.SampleEvery, s.metrics.relayFrame.WithLabelValues(dirOutbound)),
 	}
 	if c.proto.Buffers() {
-		b.queue.buffers, b.queue.sendAhead = true, s.opts.SendAhead
+		b.queue.buffers, b.queue.sendAhead = true, max(s.opts.SendAhead, pacedLead)
 	}
 	if ch, ok := c.proto.(transport.AudioChunker); ok {
 		b.queue.chunked(ch.AudioChunk(c.format))

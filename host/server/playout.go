@@ -91,11 +91,19 @@ const catchUp = 500 * time.Millisecond
 // limit, once.
 const initialPlayout = 200 * time.Millisecond
 
+// pacedLead is how early a frame may go to a caller the host paces: one
+// frame. Without it the schedule is anchored to the first frame's
+// arrival, and a first frame the bot answered late would hold every later
+// frame of a streaming bot back by as much; with it, jitter up to a frame
+// passes through, and a burst still plays at real time.
+const pacedLead = outboundFrameMs * time.Millisecond
+
 func newPlayout(s *Server, f codec.Format) *playout {
 	bpm := f.BytesPerMs()
 	q := &playout{
 		s:          s,
 		format:     f,
+		sendAhead:  pacedLead,
 		frameBytes: outboundFrameMs * bpm,
 		chunk:      outboundFrameMs * bpm,
 		limit:      int(s.opts.PlayoutQueue.Milliseconds()) * bpm,
