@@ -118,6 +118,18 @@ func (f Format) SampleBytes() int {
 // BytesPerMs is the size of one millisecond of encoded audio.
 func (f Format) BytesPerMs() int { return f.Rate / 1000 * f.SampleBytes() }
 
+// Silence is the byte that encodes a silent sample in the format (both
+// bytes of one, for L16): what a frame is padded with.
+func (f Format) Silence() byte {
+	switch f.Encoding {
+	case Mulaw:
+		return 0xFF
+	case Alaw:
+		return 0xD5
+	}
+	return 0
+}
+
 // Decode writes the encoded audio src into dst as PCM16LE and returns the
 // bytes written; what does not fit in dst is left out. It does not
 // allocate.

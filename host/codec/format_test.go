@@ -65,3 +65,17 @@ func TestFormatsRoundTrip(t *testing.T) {
 		t.Errorf("L16 at 24 kHz: %d bytes per ms, want 48", got)
 	}
 }
+
+// TestSilence: each format's silence byte decodes to a zero sample.
+func TestSilence(t *testing.T) {
+	for _, f := range []Format{Telephony, {Alaw, 8000}, {L16, 16000}} {
+		frame := bytes.Repeat([]byte{f.Silence()}, 2*f.SampleBytes())
+		pcm := make([]byte, 4)
+		f.Decode(pcm, frame)
+		// A-law has no code for exactly zero: its silence is the smallest
+		// positive step, 8.
+		if want := map[Encoding][]byte{Mulaw: {0, 0, 0, 0}, Alaw: {8, 0, 8, 0}, L16: {0, 0, 0, 0}}[f.Encoding]; !bytes.Equal(pcm, want) {
+			t.Errorf("%v: silence decodes to %v, want %v", f, pcm, want)
+		}
+	}
+}

@@ -145,7 +145,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	}, []string{"direction"})
 	m.playoutDepth = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "voxhost_playout_queue_seconds",
-		Help:    "Bot audio queued for the caller, in audio seconds, seen as each frame is sent.",
+		Help:    "Bot audio queued for the caller, in audio seconds, seen as a frame goes out (one frame in sample_every per call).",
 		Buckets: []float64{0.02, 0.04, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 60},
 	})
 	m.underruns = prometheus.NewCounter(prometheus.CounterOpts{
@@ -200,8 +200,9 @@ type frameTimer struct {
 	obs      prometheus.Observer
 }
 
+// newFrameTimer times one frame in every; 0 times none.
 func newFrameTimer(every int, obs prometheus.Observer) frameTimer {
-	return frameTimer{every: uint64(max(every, 1)), obs: obs}
+	return frameTimer{every: uint64(max(every, 0)), obs: obs}
 }
 
 // start returns the time a sampled frame starts, and the zero time for

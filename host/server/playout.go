@@ -54,9 +54,14 @@ type playout struct {
 	paused bool
 	// writing says a frame taken off the queue (or passed by it) is
 	// being written to the caller; nothing else goes out until it is.
-	writing    bool
-	hungUp     bool
-	hangReason string
+	// waited says the playout found it so and waits to be woken.
+	writing, waited bool
+	// takes counts the frames taken, so that the queue's depth is
+	// observed one frame in depthEvery (a shared histogram costs each
+	// observation a few atomic adds on cache lines every call touches).
+	takes, depthEvery uint64
+	hungUp            bool
+	hangReason        string
 
 	wake, space chan struct{}
 }
@@ -106,6 +111,7 @@ func newPlayout(s *Server, f codec.Format) *playout {
 		sendAhead:  pacedLead,
 		frameBytes: outboundFrameMs * bpm,
 		chunk:      outboundFrameMs * bpm,
+		depthEvery: uint64(s.opts.SampleEvery),
 		limit:      int(s.opts.PlayoutQueue.Milliseconds()) * bpm,
 		ring:       make([]byte, int(initialPlayout.Milliseconds())*bpm),
 		wake:       make(chan struct{}, 1),
@@ -129,17 +135,6 @@ func (q *playout) chunked(minBytes, multiple int) {
 	}
 	q.chunk = n
 	q.limit = max(q.limit, n)
-}
-
-// silence is the byte of silence in the queue's format.
-func (q *playout) silence() byte {
-	switch q.format.Encoding {
-	case codec.Mulaw:
-		return 0xFF
-	case codec.Alaw:
-		return 0xD5
-	}
-	return 0
 }
 
 func signal(ch chan struct{}) {
@@ -225,15 +220,23 @@ func (q *playout) took(n int) {
 	q.playEnd = q.playEnd.Add(time.Duration(n/q.format.BytesPerMs()) * time.Millisecond)
 	q.started = true
 	q.writing = true
-	q.s.metrics.playoutDepth.Observe(float64(q.size/q.format.BytesPerMs()) / 1000)
+	if q.takes++; q.depthEvery != 0 && q.takes%q.depthEvery == 0 {
+		q.s.metrics.playoutDepth.Observe(float64(q.size/q.format.BytesPerMs()) / 1000)
+	}
 }
 
 // written says the frame being written has gone out.
 func (q *playout) written() {
 	q.mu.Lock()
 	q.writing = false
+	wake := q.waited
+	q.waited = false
 	q.mu.Unlock()
-	signal(q.wake)
+	if wake {
+		// Only a playout that found the write under way waits for it: a
+		// streaming bot's frames, written by the bot reader, wake no one.
+		signal(q.wake)
+	}
 }
 
 // grow makes room for need bytes, doubling up to the limit.
@@ -344,7 +347,8 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.writing {
-		return step{idle: true} // the bot reader's frame: written wakes us
+		q.waited = true // the bot reader's frame: written wakes us
+		return step{idle: true}
 	}
 	// A mark is reached once the audio before it is sent (a buffering
 	// caller returns it when played) or, where the host owns timing, has
@@ -366,7 +370,7 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 		return step{marks: marks}
 	}
 	if q.size == 0 || q.paused {
-		return step{idle: true, ended: q.hungUp && q.size == 0 && !q.writing}
+		return step{idle: true, ended: q.hungUp && q.size == 0}
 	}
 	if due := q.schedule(now); due.After(now) {
 		return step{wait: due.Sub(now)}
@@ -385,8 +389,11 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 	}
 	k := copy(frame[:n], q.ring[q.head:])
 	copy(frame[k:n], q.ring)
-	for i := n; i < send; i++ {
-		frame[i] = q.silence()
+	if send > n {
+		silence := q.format.Silence()
+		for i := range frame[n:send] {
+			frame[n+i] = silence
+		}
 	}
 	q.head = (q.head + n) % len(q.ring)
 	q.size -= n

@@ -21,7 +21,7 @@ func (g *writeGauge) end()   { g.seq.Add(1) }
 // stall tracks one gauge across watchdog ticks.
 type stall struct {
 	last uint32
-	for_ time.Duration
+	dur  time.Duration
 }
 
 // observe adds a tick of period to the stall if the same write is still
@@ -29,12 +29,12 @@ type stall struct {
 func (s *stall) observe(g *writeGauge, period time.Duration) time.Duration {
 	seq := g.seq.Load()
 	if seq&1 == 1 && seq == s.last {
-		s.for_ += period
+		s.dur += period
 	} else {
-		s.for_ = 0
+		s.dur = 0
 	}
 	s.last = seq
-	return s.for_
+	return s.dur
 }
 
 // watchdog ends a call whose caller sent no audio for the idle timeout, or
