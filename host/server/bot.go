@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -72,8 +73,6 @@ type botLeg struct {
 	// hungUp is set once the bot ended its stream: the caller hears what
 	// is queued, then the call ends.
 	hungUp atomic.Bool
-	// stopped is set once the bot was told the call ended.
-	stopped atomic.Bool
 
 	queue *playout
 }
@@ -150,10 +149,8 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 // redactURL drops the query string from a bot's URL for logs: it may carry
 // a token.
 func redactURL(raw string) string {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] == '?' {
-			return raw[:i] + "?…"
-		}
+	if base, _, ok := strings.Cut(raw, "?"); ok {
+		return base + "?…"
 	}
 	return raw
 }
@@ -241,18 +238,14 @@ func (b *botLeg) failed(why, reason string) {
 // hold it, so the socket is cut after a moment.
 func (b *botLeg) close() {
 	go func() {
-		if !b.hungUp.Load() && b.stopped.CompareAndSwap(false, true) {
-			b.mu.Lock()
-			if typ, msg, ok := b.sess.Stop(); ok {
-				b.writes.begin()
-				_ = b.conn.Write(ctx, websocket.MessageType(typ), msg)
-				b.writes.end()
-			}
-			b.mu.Unlock()
+		b.mu.Lock()
+		if typ, msg, ok := b.sess.Stop(); ok {
+			b.writeLocked(typ, msg) // a bot that hung up gets nothing
 		}
+		b.mu.Unlock()
 		_ = b.conn.Close(websocket.StatusNormalClosure, "call ended")
 	}()
-	time.AfterFunc(2*time.Second, func() { _ = b.conn.CloseNow() })
+	time.AfterFunc(closeGrace, func() { _ = b.conn.CloseNow() })
 }
 
 // finish counts the marks that never reached the caller.

@@ -519,11 +519,7 @@ func (c *call) releaseSetup() {
 func (c *call) flushInbound() bool {
 	return c.flushEvents(&c.inEvents, func(e *pending) bool {
 		if e.name == abi.EmitClear {
-			if c.bot != nil {
-				c.bargeIn(bargeInPlugin)
-				return true
-			}
-			return c.renderCaller(c.sess.Clear)
+			return c.pluginClear()
 		}
 		if b := c.bot; b != nil {
 			if typ, msg, ok := b.sess.Event(e.plugin, e.name, e.data, c.audioMs); ok && !b.write(typ, msg) {
@@ -540,11 +536,7 @@ func (c *call) flushInbound() bool {
 func (c *call) flushOutbound() bool {
 	return c.flushEvents(&c.outEvents, func(e *pending) bool {
 		if e.name == abi.EmitClear {
-			if c.bot != nil {
-				c.bargeIn(bargeInPlugin)
-				return true
-			}
-			return c.renderCaller(c.sess.Clear)
+			return c.pluginClear()
 		}
 		tMs := c.audioMs
 		if c.bot != nil {
@@ -552,6 +544,16 @@ func (c *call) flushOutbound() bool {
 		}
 		return c.callerEvent(e, tMs)
 	})
+}
+
+// pluginClear acts on a plugin's clear, from either direction: a barge-in
+// in a relay, the caller protocol's clear in an echo.
+func (c *call) pluginClear() bool {
+	if c.bot != nil {
+		c.bargeIn(bargeInPlugin)
+		return true
+	}
+	return c.renderCaller(c.sess.Clear)
 }
 
 // callerEvent sends a plugin event to the caller, at tMs of the audio of
