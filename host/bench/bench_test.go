@@ -189,7 +189,7 @@ func BenchmarkSessionFrame(b *testing.B) {
 	defer p.Close(ctx)
 	ulaw := make([]byte, bench.FrameSamples)
 	codec.EncodeUlaw(ulaw, signal.Speech(8000, 0.02))
-	src := &codec.UlawSource{Frame: ulaw}
+	src := &codec.Source{Format: codec.Telephony, Frame: ulaw}
 	out := make([]byte, bench.FrameSamples)
 	b.ReportAllocs()
 	for b.Loop() {

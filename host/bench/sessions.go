@@ -115,7 +115,7 @@ func sessionsPoint(ctx context.Context, def *pipeline.Definition, n int, ulaw []
 		wg.Add(1)
 		go func(p *pipeline.Pipeline) {
 			defer wg.Done()
-			src := &codec.UlawSource{Frame: ulaw}
+			src := &codec.Source{Format: codec.Telephony, Frame: ulaw}
 			out := make([]byte, FrameSamples)
 			var frames uint64
 			<-start

@@ -48,14 +48,3 @@ func EncodeUlaw(dst, pcm []byte) int {
 	}
 	return n
 }
-
-// UlawSource fills a pipeline's first buffer by decoding a μ-law frame. A
-// call keeps one and points Frame at each message it receives, so handing
-// it to the pipeline allocates nothing.
-type UlawSource struct {
-	// Frame is the μ-law frame to decode.
-	Frame []byte
-}
-
-// Fill decodes the frame into dst and returns the number of bytes written.
-func (u *UlawSource) Fill(dst []byte) int { return DecodeUlaw(dst, u.Frame) }

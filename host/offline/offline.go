@@ -233,7 +233,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	// A live call sends μ-law: a .ul input goes through the decoder into the
 	// first buffer, a .wav input is copied in as PCM.
 	var src pipeline.Filler
-	ulawSrc, pcmSrc := &codec.UlawSource{}, &pipeline.PCM{}
+	ulawSrc, pcmSrc := &codec.Source{Format: codec.Telephony}, &pipeline.PCM{}
 	var ulaw []byte
 	if inFormat == audiofile.FormatUlaw {
 		ulaw = make([]byte, len(pcm)/2)

@@ -268,7 +268,7 @@ func TestZeroAllocationsPerFrame(t *testing.T) {
 	p := build(t, c, "gain db=-6 | passthrough | gain db=3 | passthrough", pipeline.CallConfig{})
 	ulaw := make([]byte, 160)
 	codec.EncodeUlaw(ulaw, signal.Speech(8000, 0.02))
-	src := &codec.UlawSource{Frame: ulaw}
+	src := &codec.Source{Format: codec.Telephony, Frame: ulaw}
 	out := make([]byte, 160)
 	allocs := testing.AllocsPerRun(2000, func() {
 		pcm, err := p.Process(src)
