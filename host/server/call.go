@@ -372,8 +372,8 @@ func (c *call) start(start *transport.Start) error {
 		info = transport.CallInfo{StreamID: start.StreamID, AccountID: start.AccountID, Params: start.Params}
 	}
 	c.format = c.sess.Format()
-	route, unfit, ok := c.s.route(name, c.format.Rate)
-	if !ok {
+	route, unfit := c.s.route(name, c.format.Rate)
+	if route == nil {
 		err := fmt.Errorf("unknown pipeline %q", name)
 		c.end(websocket.StatusPolicyViolation, err.Error(), "unknown_pipeline")
 		return err

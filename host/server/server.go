@@ -402,31 +402,27 @@ func (s *Server) Routes() (names []string, defaultName string) {
 // ("" for the default) takes calls at, ascending, and whether it exists:
 // what a client that can send several picks from.
 func (s *Server) RouteRates(name string) ([]int, bool) {
-	set := s.routes.Load()
-	if name == "" {
-		name = set.defaultName
-	}
-	if _, ok := set.byName[name]; !ok {
-		return nil, false
-	}
 	var rates []int
-	for _, r := range codec.L16Rates {
-		if set.unfit[name][r] == nil {
-			rates = append(rates, r)
+	for _, rate := range codec.L16Rates {
+		r, unfit := s.route(name, rate)
+		if r == nil {
+			return nil, false
+		}
+		if unfit == nil {
+			rates = append(rates, rate)
 		}
 	}
 	return rates, true
 }
 
-// route returns the route named name, or the default for "", and why it
-// cannot take a caller at rate (nil if it can).
-func (s *Server) route(name string, rate int) (*Route, error, bool) {
+// route returns the route named name, or the default for "" (nil if there
+// is none), and why it cannot take a caller at rate (nil if it can).
+func (s *Server) route(name string, rate int) (*Route, error) {
 	set := s.routes.Load()
 	if name == "" {
 		name = set.defaultName
 	}
-	r, ok := set.byName[name]
-	return r, set.unfit[name][rate], ok
+	return set.byName[name], set.unfit[name][rate]
 }
 
 func setDefault[T comparable](v *T, def T) {

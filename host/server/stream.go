@@ -58,7 +58,7 @@ func (s *Server) ServeStream(ctx context.Context, l net.Listener, proto transpor
 		return fmt.Errorf("server: %s frames no messages of its own; it runs over WebSocket", proto.Name())
 	}
 	if route != "" {
-		if _, _, ok := s.route(route, 0); !ok {
+		if r, _ := s.route(route, 0); r == nil {
 			names, _ := s.Routes()
 			return fmt.Errorf("server: unknown pipeline %q for %s (have %v)", route, proto.Name(), names)
 		}
