@@ -22,3 +22,10 @@ func NewRuntimeEnforcing(ctx context.Context, opts Options, how string) (*Runtim
 // ThreadCPUTime is the clock budgets are counted on, for tests that check
 // how much of it a stopped call used.
 var ThreadCPUTime = threadCPUTime
+
+// KeptStackBytes is the machine stack a kept vox_process handle starts with.
+const KeptStackBytes = keptStackBytes
+
+// ProcessStackBytes is the length of in's vox_process machine stack, 0
+// when the engine's layout is unknown.
+func ProcessStackBytes(in *Instance) int { return stackBytes(in.process) }

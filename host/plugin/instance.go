@@ -195,6 +195,7 @@ func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *
 	in.mod = mod
 	in.mem = mod.Memory()
 	in.process = mod.ExportedFunction(abi.ExportProcess)
+	shrinkStack(in.process)
 	if p.hasStart {
 		if err := in.call(mod.ExportedFunction(preempt.ExportStart)); err != nil {
 			_ = in.Close(ctx)
