@@ -38,7 +38,8 @@
  * Everything is computed in IEEE double/float arithmetic, which WebAssembly
  * defines exactly, so the events are the same on every host.
  */
-#define VOXHOST_IMPLEMENTATION
+/* The SDK's implementation part (the frame buffer) is src/sdk.c, linked
+ * after this unit so that the buffer lies after the detector's state. */
 #include "voxhost.h"
 
 /* ---- libm-free helpers ---- */
