@@ -302,8 +302,12 @@ macro_rules! plugin {
                 "buffer_bytes must be a multiple of 16 from 320 (one 20 ms frame) to 1 GiB"
             );
 
-            static BUFFER: $crate::__rt::Buffer<{ ($bytes) / 2 }> = $crate::__rt::Buffer::new();
+            // RUNTIME first: statics are laid out in the order they are
+            // declared, so the plugin's state comes before the large buffer
+            // and shares an OS page with the head of it, the part a frame
+            // uses (only the pages a plugin touches cost the host memory).
             static RUNTIME: $crate::__rt::Runtime<$ty> = $crate::__rt::Runtime::new();
+            static BUFFER: $crate::__rt::Buffer<{ ($bytes) / 2 }> = $crate::__rt::Buffer::new();
 
             fn construct() -> $ty {
                 $new
