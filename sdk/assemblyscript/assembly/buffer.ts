@@ -16,11 +16,22 @@ export const BufferBytes: i32 = isDefined(VOX_BUFFER_BYTES) ? VOX_BUFFER_BYTES :
 export const BufferSamples: i32 = BufferBytes / SampleBytes;
 
 /**
- * Address of the frame buffer: a static, 16-byte aligned region of the data
- * segment that nothing else uses. The host writes the config (vox_init), the
+ * Address of the frame buffer: a 16-byte aligned region of BufferBytes that
+ * nothing else uses, taken from the heap by the first vox_buffer call (the
+ * ABI's first call; 0 before it). The host writes the config (vox_init), the
  * call metadata (call_start) and each frame (vox_process) here.
+ *
+ * Why the heap: only the 4 KiB OS pages a plugin touches cost the host
+ * memory, and a frame touches only the head of the buffer. As the first
+ * allocation, the buffer lies right after all static data (strings,
+ * constants, every memory.data), whatever order asc compiles them in, so
+ * the data and a 20 ms frame at up to 24 kHz share one page; a static
+ * buffer, reserved when this file is compiled, pushed the plugin's own data
+ * 16 KiB further, onto other pages. Nothing the plugin allocated before
+ * vox_buffer (in its top-level code) moves; what it allocates later comes
+ * after the buffer.
  */
-export const BUFFER: usize = memory.data(BufferBytes, 16);
+export let BUFFER: usize = 0;
 
 let capacityBytes: i32 = 0;
 
@@ -50,6 +61,7 @@ export function voxhost_abi_v1(): void {}
  */
 export function vox_buffer(capacity_bytes: i32): i32 {
   if (<u32>capacity_bytes > <u32>BufferBytes) return 0;
+  if (BUFFER == 0) BUFFER = heap.alloc(<usize>BufferBytes); // 16-byte aligned, zeroed: memory never freed
   capacityBytes = capacity_bytes;
   return <i32>BUFFER;
 }

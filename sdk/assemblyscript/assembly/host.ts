@@ -82,12 +82,14 @@ export function encodeUTF8(s: string, dst: usize, n: i32, cap: i32): i32 {
 
 /**
  * Logs msg at level (LogDebug .. LogError). Messages longer than 4096 bytes
- * of UTF-8 are cut, as the host would. No allocation.
+ * of UTF-8 are cut, as the host would. No allocation (the first log takes
+ * its 4 KiB scratch from the heap, once: internal.ts).
  */
 export function log(level: i32, msg: string): void {
-  let n = encodeUTF8(msg, LOG_SCRATCH, 0, MaxLogLen);
+  const scratch = LOG_SCRATCH();
+  let n = encodeUTF8(msg, scratch, 0, MaxLogLen);
   if (n < 0) n = -n - 1;
-  hostLog(level, LOG_SCRATCH, n);
+  hostLog(level, scratch, n);
 }
 
 /** Encodes an event name into its scratch; returns a length the host rejects if it does not fit. */
@@ -100,14 +102,16 @@ function encodeName(name: string): i32 {
  * Emits the event name with data, a JSON value as text ("" for none), e.g.
  * emit("dtmf", "\"5\""). A name or data longer than the host accepts
  * (64 / 4096 bytes) is passed on with a length the host refuses, so the event
- * is dropped and counted rather than cut into invalid JSON. No allocation;
+ * is dropped and counted rather than cut into invalid JSON. No allocation
+ * (the first emit takes its 4 KiB scratch from the heap, once: internal.ts);
  * use eventData() to build data from values.
  */
 export function emit(name: string, data: string = ""): void {
   const nameLen = encodeName(name);
-  let dataLen = encodeUTF8(data, DATA_SCRATCH, 0, MaxEmitDataLen);
+  const scratch = DATA_SCRATCH();
+  let dataLen = encodeUTF8(data, scratch, 0, MaxEmitDataLen);
   if (dataLen < 0) dataLen = MaxEmitDataLen + 1;
-  hostEmit(NAME_SCRATCH, nameLen, DATA_SCRATCH, dataLen);
+  hostEmit(NAME_SCRATCH, nameLen, scratch, dataLen);
 }
 
 // State of the EventData writer.
@@ -119,8 +123,9 @@ function hexDigit(v: u32): u32 {
 }
 
 /**
- * A builder of event data (JSON text) in a static scratch area: no
- * allocation, so it is safe on the frame path. Get it with eventData(), which
+ * A builder of event data (JSON text) in a scratch area taken from the heap
+ * once, at the first use: no allocation after that, so it is safe on the
+ * frame path. Get it with eventData(), which
  * empties it, chain appends, then emit:
  *
  *     eventData().raw('{"digit":').quotedChar(key).raw(',"on":').bool(on).raw("}")
@@ -133,7 +138,7 @@ export class EventData {
   /** Appends s as UTF-8, unescaped (JSON punctuation, literals, keys you trust). */
   raw(s: string): EventData {
     if (!dataOverflow) {
-      const n = encodeUTF8(s, DATA_SCRATCH, dataLen, MaxEmitDataLen);
+      const n = encodeUTF8(s, DATA_SCRATCH(), dataLen, MaxEmitDataLen);
       if (n < 0) dataOverflow = true;
       else dataLen = n;
     }
@@ -143,7 +148,7 @@ export class EventData {
   /** Appends the code point c as UTF-8, unescaped. */
   rawChar(c: i32): EventData {
     if (!dataOverflow) {
-      const n = putCodePoint(DATA_SCRATCH, dataLen, MaxEmitDataLen, <u32>c > 0x10ffff ? 0xfffd : <u32>c);
+      const n = putCodePoint(DATA_SCRATCH(), dataLen, MaxEmitDataLen, <u32>c > 0x10ffff ? 0xfffd : <u32>c);
       if (n < 0) dataOverflow = true;
       else dataLen = n;
     }
@@ -249,7 +254,7 @@ export class EventData {
 
   /** Address of the bytes written so far. */
   get ptr(): usize {
-    return DATA_SCRATCH;
+    return DATA_SCRATCH();
   }
 
   /** True if an append did not fit: emit() will not send it. */
@@ -259,7 +264,7 @@ export class EventData {
 
   /** Emits the data built so far under name. */
   emit(name: string): void {
-    hostEmit(NAME_SCRATCH, encodeName(name), DATA_SCRATCH, dataOverflow ? MaxEmitDataLen + 1 : dataLen);
+    hostEmit(NAME_SCRATCH, encodeName(name), DATA_SCRATCH(), dataOverflow ? MaxEmitDataLen + 1 : dataLen);
   }
 }
 
@@ -267,5 +272,5 @@ export class EventData {
 export function eventData(): EventData {
   dataLen = 0;
   dataOverflow = false;
-  return changetype<EventData>(DATA_SCRATCH);
+  return changetype<EventData>(DATA_SCRATCH());
 }

@@ -3,12 +3,27 @@
 
 import { MaxEmitDataLen, MaxEmitNameLen, MaxLogLen } from "./abi";
 
-/** Where log() encodes its message. */
-export const LOG_SCRATCH: usize = memory.data(MaxLogLen, 16);
 /** Where emit() and EventData encode the event name. */
 export const NAME_SCRATCH: usize = memory.data(MaxEmitNameLen, 16);
-/** Where emit() encodes its data and EventData builds it. */
-export const DATA_SCRATCH: usize = memory.data(MaxEmitDataLen, 16);
+
+// The two 4 KiB scratches come from the heap at their first use rather than
+// from static data, where they would push the data compiled after them
+// (the plugin's strings and constants) onto other OS pages; a plugin that
+// never logs or emits never touches them.
+let logScratch: usize = 0;
+let dataScratch: usize = 0;
+
+/** Where log() encodes its message (MaxLogLen bytes). */
+export function LOG_SCRATCH(): usize {
+  if (logScratch == 0) logScratch = heap.alloc(<usize>MaxLogLen);
+  return logScratch;
+}
+
+/** Where emit() encodes its data and EventData builds it (MaxEmitDataLen bytes). */
+export function DATA_SCRATCH(): usize {
+  if (dataScratch == 0) dataScratch = heap.alloc(<usize>MaxEmitDataLen);
+  return dataScratch;
+}
 /** Where JsonView encodes the key it looks up. */
 export const KEY_SCRATCH_BYTES: i32 = 256;
 export const KEY_SCRATCH: usize = memory.data(KEY_SCRATCH_BYTES, 16);

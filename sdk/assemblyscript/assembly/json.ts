@@ -402,21 +402,23 @@ export class JsonView {
   /**
    * unknownKey as vox_init uses it: true if every key is in allowed;
    * otherwise logs `PLUGIN: unknown config key "KEY"` at error level and
-   * returns false (then return StatusBadConfig). No allocation.
+   * returns false (then return StatusBadConfig). No allocation (but for the
+   * log scratch, taken from the heap once: internal.ts).
    *
    *     if (!c.checkKeys("clipper", ["threshold_db", "mode", "report"])) return StatusBadConfig;
    */
   checkKeys(plugin: string, allowed: StaticArray<string>): bool {
     const key = this.unknownKey(allowed);
     if (key == 0) return true;
-    let n = encodeUTF8(plugin, LOG_SCRATCH, 0, MaxLogLen - 64);
+    const scratch = LOG_SCRATCH();
+    let n = encodeUTF8(plugin, scratch, 0, MaxLogLen - 64);
     if (n < 0) n = -n - 1;
-    n = encodeUTF8(': unknown config key "', LOG_SCRATCH, n, MaxLogLen);
+    n = encodeUTF8(': unknown config key "', scratch, n, MaxLogLen);
     const k = min(unknownLen, MaxLogLen - 1 - n);
-    memory.copy(LOG_SCRATCH + <usize>n, key, <usize>k);
+    memory.copy(scratch + <usize>n, key, <usize>k);
     n += k;
-    store<u8>(LOG_SCRATCH + <usize>n, 0x22);
-    hostLog(3, LOG_SCRATCH, n + 1); // LogError
+    store<u8>(scratch + <usize>n, 0x22);
+    hostLog(3, scratch, n + 1); // LogError
     return false;
   }
 
