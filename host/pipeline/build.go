@@ -56,9 +56,12 @@ func (d *Definition) Instantiate(ctx context.Context, cfg CallConfig) (*Pipeline
 		maxMs = plugin.DefaultMaxFrameMs
 	}
 	capacity := 0
+	// The stages run one after the other: one machine stack serves them all.
+	stack := plugin.NewMachineStack()
 	for i, sd := range d.Stages {
 		in, err := sd.Plugin.Instantiate(ctx, plugin.InstanceConfig{
 			Config: sd.Config, InputRate: rate, MaxFrameMs: maxMs, Sink: cfg.Sink, Logger: cfg.Logger, Budget: sd.Budget,
+			Stack: stack,
 		})
 		if err != nil {
 			return fail(fmt.Errorf("pipeline %s, stage %d: %w", d.Name, i+1, err))

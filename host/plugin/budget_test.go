@@ -351,12 +351,7 @@ func TestInstrumentationNamesAreReserved(t *testing.T) {
 func TestTicksAllocateNothing(t *testing.T) {
 	// vad's fuel runs out every few frames: each time, the tick reads the
 	// clock and refills it, without allocating.
-	rt := newRuntime(t)
-	wasm, _ := plugins.Get("vad")
-	p, err := rt.Load(context.Background(), "vad", wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadStock(t, newRuntime(t), "vad")
 	in, err := p.Instantiate(context.Background(), plugin.InstanceConfig{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ type Plugin struct {
 	rt       *Runtime
 	compiled wazero.CompiledModule
 	version  int
+	handles  handlePool
 
 	hasInit, hasEvent, hasRate, hasInitialize bool
 	// hasStart: the instrumentation moved a start function to
@@ -47,7 +48,7 @@ func (p *Plugin) Close(ctx context.Context) error { return p.compiled.Close(ctx)
 // configuration with a status code is not broken (it may need settings);
 // that is a warning.
 func (p *Plugin) probe(ctx context.Context, warnings *[]string) error {
-	in, err := p.instantiate(ctx, p.rt.budget, nil)
+	in, err := p.instantiate(ctx, p.rt.budget, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -89,6 +90,11 @@ type InstanceConfig struct {
 	// set up; zero means the runtime's default (Options.DefaultBudget). Set-up
 	// calls get the larger of Budget and Options.InitBudget.
 	Budget time.Duration
+	// Stack is the machine stack vox_process runs on; instances given the
+	// same one share it, so they must never run at the same time (the
+	// stages of one pipeline, which run one after the other). nil: one of
+	// the instance's own.
+	Stack *MachineStack
 }
 
 // Instance is one plugin's state for one call. Its methods must not be
@@ -99,11 +105,11 @@ type Instance struct {
 	mem    api.Memory
 	ctx    context.Context
 
-	// process is looked up once and kept: it runs every frame. Every
-	// other export (vox_event, and the set-up's vox_buffer, vox_init,
-	// vox_rate) is looked up when used, because every handle wazero makes
-	// carries its own call engine with a 10 KiB stack, which a kept handle
-	// would hold for the whole call: events come a few times a call.
+	// process is looked up once and kept: it runs every frame, on the
+	// machine stack InstanceConfig.Stack gives it. Every other export
+	// (vox_event, and the set-up's vox_buffer, vox_init, vox_rate) runs
+	// through a handle borrowed from the plugin's pool (callengine.go):
+	// events come a few times a call.
 	process api.Function
 	// stack is reused by every call: CallWithStack writes results over params.
 	stack []uint64
@@ -158,7 +164,7 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 	if budget <= 0 {
 		budget = p.rt.budget
 	}
-	in, err := p.instantiate(ctx, budget, cfg.Logger)
+	in, err := p.instantiate(ctx, budget, cfg.Logger, cfg.Stack)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +181,7 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 // configured the instance. What they log goes to logger (nil: the
 // runtime's), the call's from the first line: a Go guest's runtime
 // start-up is where it says why it cannot run.
-func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *slog.Logger) (*Instance, error) {
+func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *slog.Logger, stack *MachineStack) (*Instance, error) {
 	if logger == nil {
 		logger = p.rt.logger
 	}
@@ -195,9 +201,12 @@ func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *
 	in.mod = mod
 	in.mem = mod.Memory()
 	in.process = mod.ExportedFunction(abi.ExportProcess)
-	shrinkStack(in.process)
+	if stack == nil {
+		stack = NewMachineStack()
+	}
+	stack.give(in.process)
 	if p.hasStart {
-		if err := in.call(mod.ExportedFunction(preempt.ExportStart)); err != nil {
+		if err := in.callExport(preempt.ExportStart); err != nil {
 			_ = in.Close(ctx)
 			if in.overBudget {
 				return nil, in.trap(startExport, 0, err)
@@ -206,7 +215,7 @@ func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *
 		}
 	}
 	if p.hasInitialize {
-		if err := in.call(mod.ExportedFunction("_initialize")); err != nil {
+		if err := in.callExport("_initialize"); err != nil {
 			_ = in.Close(ctx)
 			return nil, in.trap("_initialize", 0, err)
 		}
@@ -238,13 +247,13 @@ func (in *Instance) configure(cfg InstanceConfig) error {
 	}
 	if in.plugin.hasInit {
 		copy(in.view, config)
-		if _, err := in.callStatus(in.mod.ExportedFunction(abi.ExportInit), abi.ExportInit, uint64(len(config))); err != nil {
+		if _, err := in.callStatus(abi.ExportInit, uint64(len(config))); err != nil {
 			return err
 		}
 	}
 	in.outRate = in.inRate
 	if in.plugin.hasRate {
-		out, err := in.callStatus(in.mod.ExportedFunction(abi.ExportRate), abi.ExportRate, uint64(in.inRate))
+		out, err := in.callStatus(abi.ExportRate, uint64(in.inRate))
 		if err != nil {
 			return fmt.Errorf("%w: input of %d Hz", err, in.inRate)
 		}
@@ -263,7 +272,7 @@ func (in *Instance) configure(cfg InstanceConfig) error {
 // of it.
 func (in *Instance) negotiate(capacity int) error {
 	in.stack[0] = api.EncodeI32(int32(capacity))
-	if err := in.call(in.mod.ExportedFunction(abi.ExportBuffer)); err != nil {
+	if err := in.callExport(abi.ExportBuffer); err != nil {
 		return in.trap(abi.ExportBuffer, 0, err)
 	}
 	ptr := api.DecodeI32(in.stack[0])
@@ -354,7 +363,7 @@ func (in *Instance) Event(kind, arg int32, payload []byte) (int, error) {
 		arg = int32(len(payload))
 	}
 	in.stack[0], in.stack[1] = api.EncodeI32(kind), api.EncodeI32(arg)
-	if err := in.call(in.mod.ExportedFunction(abi.ExportEvent)); err != nil {
+	if err := in.callExport(abi.ExportEvent); err != nil {
 		return 0, in.trap(abi.ExportEvent, 0, err)
 	}
 	out := api.DecodeI32(in.stack[0])
@@ -374,9 +383,9 @@ func (in *Instance) Event(kind, arg int32, payload []byte) (int, error) {
 }
 
 // callStatus calls a one-argument export that returns a status or a count.
-func (in *Instance) callStatus(fn api.Function, export string, arg uint64) (int32, error) {
+func (in *Instance) callStatus(export string, arg uint64) (int32, error) {
 	in.stack[0] = arg
-	if err := in.call(fn); err != nil {
+	if err := in.callExport(export); err != nil {
 		return 0, in.trap(export, 0, err)
 	}
 	out := api.DecodeI32(in.stack[0])

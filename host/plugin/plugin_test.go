@@ -34,6 +34,20 @@ func testdata(t testing.TB, name string) []byte {
 	return wasm
 }
 
+// loadStock loads the stock plugin called name.
+func loadStock(t testing.TB, rt *plugin.Runtime, name string) *plugin.Plugin {
+	t.Helper()
+	wasm, ok := plugins.Get(name)
+	if !ok {
+		t.Fatalf("no stock plugin %s", name)
+	}
+	p, err := rt.Load(context.Background(), name, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func load(t testing.TB, rt *plugin.Runtime, name string) *plugin.Plugin {
 	t.Helper()
 	p, err := rt.Load(context.Background(), name+".wasm", testdata(t, name))
@@ -286,12 +300,7 @@ func TestEventsEmitAndLog(t *testing.T) {
 }
 
 func TestProcessAllocatesNothing(t *testing.T) {
-	rt := newRuntime(t)
-	gain, _ := plugins.Get("gain")
-	p, err := rt.Load(context.Background(), "gain", gain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadStock(t, newRuntime(t), "gain")
 	in, err := p.Instantiate(context.Background(), plugin.InstanceConfig{Config: []byte(`{"db":-6}`)})
 	if err != nil {
 		t.Fatal(err)

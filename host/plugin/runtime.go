@@ -254,7 +254,7 @@ func (r *Runtime) inspect(ctx context.Context, name string, wasm []byte) (*Repor
 		}
 		return rep, nil
 	}
-	p := &Plugin{name: name, rt: r, compiled: compiled}
+	p := &Plugin{name: name, rt: r, compiled: compiled, handles: newHandlePool()}
 	rep.describe(compiled)
 	rep.Problems = append(rep.Problems, p.validate(r.limitPages, &rep.Warnings)...)
 	if len(rep.Problems) == 0 && instrErr != nil {

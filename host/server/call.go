@@ -645,9 +645,11 @@ func readMessage(conn *websocket.Conn, buf *[]byte, limit int) (websocket.Messag
 
 var errTooBig = errors.New("message too big")
 
-// initialReadBuffer holds any 20 ms frame of either protocol with room to
-// spare (a Twilio media message of 160 bytes of audio is about 420 bytes).
-const initialReadBuffer = 4 << 10
+// initialReadBuffer holds a 20 ms frame of every protocol in its default
+// codec, and of L16 up to 24 kHz, binary or base64 in JSON (a Twilio media
+// message of 160 bytes of audio is about 420 bytes, 20 ms of 24 kHz L16 in
+// base64 about 1,450); a longer message grows it once.
+const initialReadBuffer = 1536
 
 // writeCaller writes one message to the caller.
 func (c *call) writeCaller(typ transport.MessageType, msg []byte) bool {

@@ -585,13 +585,24 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			s.reject(w, http.StatusServiceUnavailable, why, msg)
 			return
 		}
-		defer s.release()
-		c, err := s.newCall(proto, name, r.URL.Query(), r.RemoteAddr)
+		// Until the call's goroutine owns them, the slot and the set-up
+		// slot are given back here.
+		handedOver := false
+		defer func() {
+			if !handedOver {
+				s.release()
+			}
+		}()
+		c, err := s.newCall(proto, name, query, r.RemoteAddr)
 		if err != nil {
 			s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
 			return
 		}
-		defer c.releaseSetup()
+		defer func() {
+			if !handedOver {
+				c.releaseSetup()
+			}
+		}()
 		if proto.StartsOnConnect() {
 			// The pipeline starts at connect: its set-up slot is taken
 			// before the upgrade, where a refusal is still an HTTP 503 that
@@ -606,7 +617,7 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 				return
 			}
 		}
-		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		conn, err := websocket.Accept(leanHijack{w}, r, &websocket.AcceptOptions{
 			Subprotocols:       transport.SubprotocolsOf(proto),
 			OriginPatterns:     s.opts.Origins,
 			InsecureSkipVerify: slices.Contains(s.opts.Origins, "*"),
@@ -620,7 +631,18 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 		// message from one that fills the limit exactly.
 		conn.SetReadLimit(int64(s.opts.MaxMessageBytes) + 1)
 		c.conn = wsConn{conn}
-		s.serve(c)
+		// The call runs on a goroutine of its own and the handler returns:
+		// net/http then lets go of what it keeps for a request as long as
+		// its handler runs (its 4 KiB writer, the response's 2 KiB one, the
+		// request and its headers) and of the goroutine's stack, which the
+		// HTTP parsing grew; coder/websocket holds the hijacked connection.
+		// RATIONALE.md, "Density".
+		handedOver = true
+		go func() {
+			defer s.release()
+			defer c.releaseSetup()
+			s.serve(c)
+		}()
 	}
 }
 

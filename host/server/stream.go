@@ -81,6 +81,12 @@ func (s *Server) ServeStream(ctx context.Context, l net.Listener, proto transpor
 	}
 }
 
+// streamReadBuffer is a byte-stream call's read buffer: large enough to
+// take in a whole frame the call then refuses (AudioSocket's at 48 kHz),
+// so that closing the socket after the hang-up leaves nothing unread, which
+// would reset the connection instead of ending it.
+const streamReadBuffer = 4 << 10
+
 func (s *Server) serveStream(conn net.Conn, framer transport.Framer, proto transport.Protocol, route string) {
 	if why, ok := s.admit(); !ok {
 		// No status to send over a byte stream: the PBX sees the hang-up
@@ -98,6 +104,6 @@ func (s *Server) serveStream(conn net.Conn, framer transport.Framer, proto trans
 		return
 	}
 	defer c.releaseSetup()
-	c.conn = &streamConn{c: conn, r: bufio.NewReaderSize(conn, initialReadBuffer), framer: framer}
+	c.conn = &streamConn{c: conn, r: bufio.NewReaderSize(conn, streamReadBuffer), framer: framer}
 	s.serve(c)
 }
