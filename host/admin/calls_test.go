@@ -9,8 +9,9 @@ import (
 	"github.com/coder/websocket"
 )
 
-// TestCalls lists a live call with its plugins' costs, finds it by id, and
-// counts it by outcome once it ended.
+// TestCalls lists a live call with its plugins' costs, finds it by id,
+// counts it by outcome once it ended, and GET /pipelines keeps its stage's
+// cost over the route's calls.
 func TestCalls(t *testing.T) {
 	h := startHost(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -59,5 +60,15 @@ func TestCalls(t *testing.T) {
 			t.Fatalf("after the call ended, GET /calls: %v", body)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	_, body = h.admin("GET", "/pipelines", token, nil)
+	pipelines, _ := body["pipelines"].([]any)
+	if len(pipelines) != 1 {
+		t.Fatalf("GET /pipelines: %v", body)
+	}
+	stages, _ := pipelines[0].(map[string]any)["stages"].([]any)
+	cost, _ := stages[0].(map[string]any)["cost"].(map[string]any)
+	if cost["frames"] != float64(2) || cost["mean_ns"].(float64) <= 0 || cost["p50_ns"].(float64) <= 0 || cost["p99_ns"].(float64) < cost["p50_ns"].(float64) {
+		t.Errorf("GET /pipelines, the stage's cost after its call ended: %v", stages[0])
 	}
 }

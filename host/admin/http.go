@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/host/server"
 )
 
 // DefaultMaxUploadBytes caps one uploaded module: the largest module the
@@ -247,9 +248,16 @@ func (h *handler) listPipelines(w http.ResponseWriter, _ *http.Request) { h.writ
 // protocol, codec and rate.
 func (h *handler) writePipelines(w http.ResponseWriter, redacted bool) {
 	list, def := h.m.Pipelines()
+	costs := h.stageCosts()
 	for i, p := range list {
 		if u := p.Upstream; u != nil && redacted {
 			list[i].Upstream = &UpstreamInfo{Protocol: u.Protocol, Codec: u.Codec, Rate: u.Rate, Headers: []string{}}
+		}
+		for j, st := range p.Stages {
+			list[i].Stages[j].Cost = costs[[3]string{p.Name, server.DirectionInbound, st.name}]
+		}
+		for j, st := range p.Outbound {
+			list[i].Outbound[j].Cost = costs[[3]string{p.Name, server.DirectionOutbound, st.name}]
 		}
 	}
 	writeJSON(w, http.StatusOK, struct {

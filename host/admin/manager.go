@@ -244,6 +244,11 @@ type StageInfo struct {
 	Config   map[string]any `json:"config,omitempty"`
 	OnError  string         `json:"on_error,omitempty"`
 	BudgetMs int            `json:"budget_ms,omitempty"`
+	// Cost is the stage's sampled time per frame over the route's calls
+	// since the host started; absent before its first timed frame.
+	Cost *CostInfo `json:"cost,omitempty"`
+	// name is the loaded plugin's name, its metrics' plugin label.
+	name string
 }
 
 // PipelineInfo is a route new calls may ask for.
@@ -306,7 +311,7 @@ func (m *Manager) stageInfos(stages []pipeline.StageSpec) []StageInfo {
 	for _, st := range stages {
 		si := StageInfo{Plugin: st.Plugin, Config: st.Config, OnError: st.OnError, BudgetMs: st.BudgetMs}
 		if v, ok := m.cat.Current(st.Plugin); ok {
-			si.SHA256 = v.SHA256
+			si.SHA256, si.name = v.SHA256, v.Plugin.Name()
 		}
 		out = append(out, si)
 	}

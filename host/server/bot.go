@@ -121,7 +121,7 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		pcm:     make([]byte, outboundFrameMs*u.Format.Rate/1000*abi.SampleBytes),
 		out:     make([]byte, c.maxFrameMs*c.format.BytesPerMs()),
 		queue:   newPlayout(s, c.format),
-		timer:   newFrameTimer(s.opts.SampleEvery, s.metrics.relayFrame.WithLabelValues(dirOutbound)),
+		timer:   newFrameTimer(s.opts.SampleEvery, s.metrics.relayFrame.WithLabelValues(DirectionOutbound)),
 	}
 	if c.proto.Buffers() {
 		b.queue.buffers, b.queue.sendAhead = true, max(s.opts.SendAhead, pacedLead)

@@ -406,7 +406,7 @@ func (c *call) start(start *transport.Start) error {
 	}
 	frameSeconds := c.s.metrics.frameSeconds.WithLabelValues(route.Name)
 	if route.Upstream != nil {
-		frameSeconds = c.s.metrics.relayFrame.WithLabelValues(dirInbound)
+		frameSeconds = c.s.metrics.relayFrame.WithLabelValues(DirectionInbound)
 	}
 	c.frameTimer = newFrameTimer(c.s.opts.SampleEvery, frameSeconds)
 	if u := route.Upstream; u != nil {
@@ -419,8 +419,8 @@ func (c *call) start(start *transport.Start) error {
 		mode = "relay to " + c.bot.u.Dialect.Name()
 	}
 	c.log.Info("call started", "pipeline", route.Name, "mode", mode)
-	c.sample(c.in)
-	c.sample(c.out)
+	c.sample(c.in, DirectionInbound)
+	c.sample(c.out, DirectionOutbound)
 	v := &callView{route: route.Name, format: c.format.String(), in: c.in, out: c.out}
 	if c.bot != nil {
 		v.upstream = c.bot.u.Dialect.Name()
@@ -471,7 +471,7 @@ func (c *call) announce(start *transport.Start, info transport.CallInfo) error {
 		p         *pipeline.Pipeline
 		direction string
 		rate      int
-	}{{c.in, dirInbound, c.format.Rate}, {c.out, dirOutbound, c.outRate()}} {
+	}{{c.in, DirectionInbound, c.format.Rate}, {c.out, DirectionOutbound, c.outRate()}} {
 		if p.p == nil {
 			continue
 		}

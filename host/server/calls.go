@@ -62,16 +62,17 @@ func (s *Server) Calls() []CallSummary {
 	return out
 }
 
-// sample has p time one frame in SampleEvery into
-// voxhost_plugin_frame_seconds, with each stage's observer looked up once.
-func (c *call) sample(p *pipeline.Pipeline) {
+// sample has p, the route's pipeline in direction (inbound, outbound),
+// time one frame in SampleEvery into voxhost_plugin_frame_seconds, with
+// each stage's observer looked up once.
+func (c *call) sample(p *pipeline.Pipeline, direction string) {
 	if p == nil || c.s.opts.SampleEvery == 0 {
 		return
 	}
 	stages := p.Stages()
 	obs := make([]prometheus.Observer, len(stages))
 	for i, st := range stages {
-		obs[i] = c.s.metrics.pluginFrame.WithLabelValues(st.Name())
+		obs[i] = c.s.metrics.pluginFrame.WithLabelValues(c.route.Name, direction, st.Name())
 	}
 	p.Sample(c.s.opts.SampleEvery, func(stage int, d time.Duration) { obs[stage].Observe(d.Seconds()) })
 }

@@ -38,7 +38,7 @@ func TestCallsShowsLiveCallsAndTheirPluginCosts(t *testing.T) {
 			t.Fatalf("stage %+v: 200 frames timed one in 8 make 25 samples", st)
 		}
 	}
-	if !strings.Contains(metrics(t, h), `voxhost_plugin_frame_seconds_count{plugin="gain"} 25`) {
+	if !strings.Contains(metrics(t, h), `voxhost_plugin_frame_seconds_count{direction="inbound",pipeline="main",plugin="gain"} 25`) {
 		t.Fatal("/metrics does not count the gain plugin's 25 sampled frames")
 	}
 	c.Close(websocket.StatusNormalClosure, "")

@@ -46,10 +46,14 @@ type metrics struct {
 	pluginFrame      *prometheus.HistogramVec
 }
 
-// Directions of a relayed call, as the direction label spells them.
+// Directions of a call's pipelines, as the direction label spells them.
 const (
-	dirInbound  = "inbound"  // caller → inbound pipeline → bot
-	dirOutbound = "outbound" // bot → outbound pipeline → playout queue
+	// DirectionInbound is the caller's audio: caller → inbound pipeline →
+	// bot (or, in an echo, on to the outbound pipeline).
+	DirectionInbound = "inbound"
+	// DirectionOutbound is what the caller hears: bot → outbound pipeline →
+	// playout queue.
+	DirectionOutbound = "outbound"
 )
 
 // Reasons a call is shed: refused because the process is overloaded,
@@ -164,9 +168,9 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	}, []string{"source"})
 	m.pluginFrame = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "voxhost_plugin_frame_seconds",
-		Help:    "Time of one frame in one plugin, sampled (one frame in sample_every per call), by plugin.",
+		Help:    "Time of one frame in one plugin, sampled (one frame in sample_every per call), by route (pipeline), direction (inbound, outbound) and plugin.",
 		Buckets: prometheus.ExponentialBuckets(1e-7, 2.5, 14),
-	}, []string{"plugin"})
+	}, []string{"pipeline", "direction", "plugin"})
 	m.registry.MustRegister(m.pluginFrame)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
