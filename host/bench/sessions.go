@@ -15,6 +15,7 @@ import (
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
 )
 
@@ -84,7 +85,7 @@ func Sessions(ctx context.Context, cat *catalog.Catalog, cfg SessionsConfig) ([]
 
 func sessionsPoint(ctx context.Context, def *pipeline.Definition, n int, ulaw []byte, d time.Duration) (SessionsRow, error) {
 	row := SessionsRow{Sessions: n}
-	runtime.GC()
+	plugin.CollectIdle()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	rssBefore := ResidentBytes()
@@ -101,7 +102,7 @@ func sessionsPoint(ctx context.Context, def *pipeline.Definition, n int, ulaw []
 		}
 		pipes = append(pipes, p)
 	}
-	runtime.GC()
+	plugin.CollectIdle()
 	runtime.ReadMemStats(&after)
 	row.HeapKiBPerSession = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n) / 1024
 	row.RSSKiBPerSession = float64(ResidentBytes()-rssBefore) / float64(n) / 1024

@@ -111,7 +111,7 @@ func BenchmarkInstanceMemory(b *testing.B) {
 					in.Close(context.Background())
 				}
 				instances = instances[:0]
-				runtime.GC()
+				plugin.CollectIdle()
 				runtime.ReadMemStats(&before)
 				rssBefore = residentBytes(b)
 				b.StartTimer()
@@ -123,7 +123,7 @@ func BenchmarkInstanceMemory(b *testing.B) {
 					instances = append(instances, in)
 				}
 				b.StopTimer()
-				runtime.GC()
+				plugin.CollectIdle()
 				runtime.ReadMemStats(&after)
 				rssAfter = residentBytes(b)
 				b.StartTimer()

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -156,6 +157,17 @@ func newHandlePool() handlePool {
 		p[name] = new(sync.Pool)
 	}
 	return p
+}
+
+// CollectIdle runs the collector twice, so that a heap measurement taken
+// after it counts what is live: the first collection moves the idle set-up
+// handles the plugins pool (and what any sync.Pool holds) to the pools'
+// victim caches, the second frees them. One collection leaves up to ~70
+// KiB per plugin that set up instances before the measurement, which can
+// make a per-call figure negative.
+func CollectIdle() {
+	runtime.GC()
+	runtime.GC()
 }
 
 // callExport calls the set-up export name: through a pooled handle bound to
