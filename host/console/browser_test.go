@@ -438,10 +438,37 @@ func call(t *testing.T, ctx context.Context, route, codec string, fileMs int, du
 	return st, sent, received
 }
 
+// captureAttempts is how many calls a test places before a mismatch
+// between the file and what the page sent fails it. Chromium's fake
+// microphone drops or repeats a block of the file now and then on a busy
+// machine (seen once in a full make test on two cores: 1.1 dB SNR); the
+// host's own checks (the first of checkCall's) hold on every attempt.
+const captureAttempts = 3
+
+// callAndCheck places a μ-law call from the page (call) and checks it
+// (checkCall), calling again while only the microphone's capture differs
+// from the file.
+func callAndCheck(t *testing.T, ctx context.Context, route, codec, mic string, micPCM []byte, during func(callState)) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		st, sent, received := call(t, ctx, route, codec, len(micPCM)/2/8, during)
+		why := checkCall(t, ctx, st, sent, received, mic, micPCM)
+		if why == "" {
+			return
+		}
+		if attempt == captureAttempts {
+			t.Errorf("%s (%d calls)", why, attempt)
+			return
+		}
+		t.Logf("call %d: %s; Chromium's fake microphone glitches under load: calling again", attempt, why)
+	}
+}
+
 // checkCall compares a μ-law call the page placed with voxhost run:
 //
 //  1. what the page played is what voxhost run makes of what the page
-//     sent: the same samples, bit for bit, and the same events;
+//     sent: the same samples, bit for bit, and the same events (a failure
+//     here fails the test);
 //  2. the audio the page sent is the microphone's file, resampled twice
 //     (by Chromium to the audio context's rate, by the page back to 8 kHz)
 //     and μ-law coded, within minSNR at the best sub-sample alignment; and what the page played is voxhost
@@ -449,7 +476,10 @@ func call(t *testing.T, ctx context.Context, route, codec string, fileMs int, du
 //  3. the vad's events for the file's speech are on the page, where
 //     voxhost run of the file put them (shifted by where the call started)
 //     within eventSlackMs.
-func checkCall(t *testing.T, ctx context.Context, st callState, sent, received []byte, mic string, micPCM []byte) {
+//
+// It returns why 2 or 3 does not hold, "" when they do: those depend on
+// Chromium's capture of the file as well as on the page.
+func checkCall(t *testing.T, ctx context.Context, st callState, sent, received []byte, mic string, micPCM []byte) string {
 	t.Helper()
 	if st.Format.Codec != "mulaw" || st.Format.Rate != 8000 {
 		t.Fatalf("the call ran at %+v, want μ-law 8 kHz", st.Format)
@@ -497,7 +527,7 @@ func checkCall(t *testing.T, ctx context.Context, st callState, sent, received [
 	t.Logf("the call starts %.2f ms into the file (correlation %.4f); sent audio against the file: %.1f dB SNR; played audio against voxhost run of the file: %.1f dB SNR",
 		(float64(d)-frac)/8, corr, sentSNR, playedSNR)
 	if sentSNR < minSNR || playedSNR < minSNR {
-		t.Errorf("want at least %g dB SNR both ways", minSNR)
+		return fmt.Sprintf("sent audio against the file %.1f dB SNR, played audio against voxhost run of the file %.1f dB: want at least %g dB both ways", sentSNR, playedSNR, minSNR)
 	}
 
 	var speech []pageEvent
@@ -509,18 +539,19 @@ func checkCall(t *testing.T, ctx context.Context, st callState, sent, received [
 	if len(speech) < 2 {
 		t.Fatalf("voxhost run of the file emitted %v: want speech_start and speech_end", fileEvents)
 	}
-	if len(st.Events) != len(speech) {
-		t.Fatalf("the page showed %v; voxhost run of the file, shifted by the %d ms the call started late, emitted %v", st.Events, d/8, speech)
-	}
-	for i, e := range st.Events {
-		if e.Plugin != speech[i].Plugin || e.Name != speech[i].Name || abs(e.TimeMs-speech[i].TimeMs) > eventSlackMs {
-			t.Errorf("event %d: the page showed %v, voxhost run of the file (shifted) %v; want the same within %d ms", i, e, speech[i], eventSlackMs)
-		}
-	}
 	table := value(t, ctx, "reading the events table", chromedp.Text(chromedp.ID("events")))
 	if !strings.Contains(table, "speech_start") || !strings.Contains(table, "speech_end") {
 		t.Errorf("the events table shows %q", table)
 	}
+	if len(st.Events) != len(speech) {
+		return fmt.Sprintf("the page showed %v; voxhost run of the file, shifted by the %d ms the call started late, emitted %v", st.Events, d/8, speech)
+	}
+	for i, e := range st.Events {
+		if e.Plugin != speech[i].Plugin || e.Name != speech[i].Name || abs(e.TimeMs-speech[i].TimeMs) > eventSlackMs {
+			return fmt.Sprintf("event %d: the page showed %v, voxhost run of the file (shifted) %v; want the same within %d ms", i, e, speech[i], eventSlackMs)
+		}
+	}
+	return ""
 }
 
 // TestCallFromTheMicrophone places an echo call from the console on the
@@ -532,7 +563,7 @@ func TestCallFromTheMicrophone(t *testing.T) {
 	mic, micPCM := speechFile(t)
 	ctx := browser(t, mic)
 	login(t, ctx, h.adminURL, adminToken)
-	st, sent, received := call(t, ctx, "talk", "mulaw-8000", len(micPCM)/2/8, func(st callState) {
+	callAndCheck(t, ctx, "talk", "mulaw-8000", mic, micPCM, func(st callState) {
 		// Each plugin's cost per frame, from GET /calls/{id}.
 		run(t, ctx, "waiting for the plugins' costs", chromedp.WaitReady(chromedp.CSS(`#costs tbody tr:nth-child(3)`)))
 		costs := text(t, ctx, "#costs")
@@ -550,7 +581,6 @@ func TestCallFromTheMicrophone(t *testing.T) {
 		}
 		screenshot(t, ctx, "calls")
 	})
-	checkCall(t, ctx, st, sent, received, mic, micPCM)
 }
 
 // TestRelayCallOnTheMainListener logs in to the console on the main
@@ -566,10 +596,9 @@ func TestRelayCallOnTheMainListener(t *testing.T) {
 	if hidden := eval[bool](t, ctx, `document.getElementById('tab-calls').hidden`); !hidden {
 		t.Error("the main listener's console shows the list of live calls")
 	}
-	st, sent, received := call(t, ctx, "bot", "auto", len(micPCM)/2/8, func(callState) {
+	callAndCheck(t, ctx, "bot", "auto", mic, micPCM, func(callState) {
 		screenshot(t, ctx, "relay")
 	})
-	checkCall(t, ctx, st, sent, received, mic, micPCM)
 }
 
 // text is the text of the element sel.
