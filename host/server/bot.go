@@ -333,11 +333,18 @@ func (b *botLeg) hangUp(reason string) {
 }
 
 // audioIn cuts the bot's audio into whole frames for the outbound
-// pipeline.
+// pipeline. A barge-in while a message is being cut (the reader held back
+// by a full queue, a long message) drops the rest of that message: the bot
+// sent it before it heard of the barge-in.
 func (b *botLeg) audioIn(audio []byte, t0 time.Time) bool {
-	for len(audio) > 0 {
-		if b.clearOutbound.Load() && !b.deliverClear() {
-			return false
+	for first := true; len(audio) > 0; first = false {
+		if b.clearOutbound.Load() {
+			if !b.deliverClear() {
+				return false
+			}
+			if !first {
+				return true
+			}
 		}
 		n := copy(b.frame[b.filled:], audio)
 		b.filled += n
@@ -417,6 +424,11 @@ func (b *botLeg) deliverClear() bool {
 // outbound plugins get EventClear before their next frame.
 func (c *call) bargeIn(source string) {
 	b := c.bot
+	// Before the bot hears of it: the bot reader must deliver EventClear
+	// before the first frame of the bot's next answer, which can come as
+	// soon as the bot is told (set after, a fast answer could reach the
+	// outbound plugins, and be played, ahead of its own clear).
+	b.clearOutbound.Store(true)
 	c.s.metrics.bargeIns.WithLabelValues(source).Inc()
 	md, _ := c.proto.(transport.MarkDropper)
 	dropsMarks := md != nil && md.ClearDropsMarks()
@@ -437,7 +449,6 @@ func (c *call) bargeIn(source string) {
 		return nil
 	})
 	b.mu.Unlock()
-	b.clearOutbound.Store(true)
 	c.log.Debug("barge-in", "source", source, "heard_ms", heardMs, "marks_cleared", len(cleared))
 }
 
