@@ -567,7 +567,25 @@ func (e *emitter) bulk(start, end int, op uint32) {
 		b = append(b, 0x0b)
 	}
 	b = append(b, 0x0b) // end
-	e.code = operation(b, whole)
+	e.code = operation(e.chargeBytes(b), whole)
+}
+
+// chargeBytes subtracts from the fuel the bytes the last part of a
+// memory.fill or memory.copy moves (at most BulkChunk, in local n; the
+// whole operation when it fits in a chunk), and refills it if that emptied
+// it: a byte costs about what an instruction does, as in the chunks before
+// it. Without it an operation that fits in a chunk weighed bulkCost
+// whatever its size, and a loop of 60 KiB fills ran ~20 ms between two
+// ticks, overrunning a 5 ms budget to 34 ms (TestBudgetStopsRunawayProcess).
+func (e *emitter) chargeBytes(b []byte) []byte {
+	if e.fuel != fuelLocal && e.fuel != fuelGlobal {
+		return b
+	}
+	b = e.getFuel(b)
+	b = appendU32(append(b, 0x20), e.n) // local.get $n
+	b = append(b, 0x6b)                 // i32.sub
+	b = e.setFuel(b)
+	return e.ifEmpty(b)
 }
 
 func (m *module) codeSection(s *section) []byte {

@@ -5,6 +5,7 @@
 ;;   vox_process(3): fib(60), by exponential recursion without any loop
 ;;   vox_process(4): a loop of 60 KiB memory.fill that never ends
 ;;   vox_process(5): slow but finite: 3000000 iterations of a short loop
+;;   vox_process(6): a loop of 60 KiB memory.copy that never ends
 ;;   vox_process(n): for any other n, the frame passes through
 ;;   vox_event(3, key), a DTMF key: a loop that never ends
 (module
@@ -20,26 +21,30 @@
                      (call $fib (i64.sub (local.get $n) (i64.const 2)))))))
   (func (export "vox_process") (param $n i32) (result i32)
     (block $pass
-      (block $slow
-        (block $fill
-          (block $recursion
-            (block $logs
-              (block $plain
-                (br_table $pass $plain $logs $recursion $fill $slow $pass (local.get $n)))
-              (call $plain)
+      (block $copy
+        (block $slow
+          (block $fill
+            (block $recursion
+              (block $logs
+                (block $plain
+                  (br_table $pass $plain $logs $recursion $fill $slow $copy $pass (local.get $n)))
+                (call $plain)
+                (br $pass))
+              (call $logs)
               (br $pass))
-            (call $logs)
+            (call $recursion)
             (br $pass))
-          (call $recursion)
+          (call $fill)
           (br $pass))
-        (call $fill)
+        (call $slow)
         (br $pass))
-      (call $slow))
+      (call $copy))
     (local.get $n))
   (func $plain (loop $forever (br $forever)))
   (func $logs (loop $forever (call $log (i32.const 0) (i32.const 16) (i32.const 4)) (br $forever)))
   (func $recursion (drop (call $fib (i64.const 60))))
   (func $fill (loop $forever (memory.fill (i32.const 4096) (i32.const 0) (i32.const 61440)) (br $forever)))
+  (func $copy (loop $forever (memory.copy (i32.const 4096) (i32.const 0) (i32.const 61440)) (br $forever)))
   (func $slow (local $i i32)
     (local.set $i (i32.const 3000000))
     (loop $again
