@@ -2,9 +2,7 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"time"
@@ -63,20 +61,13 @@ func (w leanHijack) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		conn.Close()
 		return nil, nil, err
 	}
-	n := brw.Reader.Buffered()
-	if n == 0 {
-		return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, hijackReadBytes), bufio.NewWriterSize(conn, hijackWriteBytes)), nil
+	if brw.Reader.Buffered() > 0 {
+		// The client wrote frames with its request, and net/http read them
+		// with it: they are in its reader, where coder/websocket looks for
+		// them. Rare enough to keep its buffers for.
+		return conn, brw, nil
 	}
-	// Bytes the client sent after its request were read with it; they must
-	// be in the new reader's buffer, where coder/websocket looks for them
-	// (it then reads the connection itself).
-	early, _ := brw.Reader.Peek(n)
-	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), max(hijackReadBytes, n))
-	if _, err := r.Peek(n); err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, hijackWriteBytes)), nil
+	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, hijackReadBytes), bufio.NewWriterSize(conn, hijackWriteBytes)), nil
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.

@@ -15,8 +15,9 @@ import (
 // TestFramesSentWithTheUpgradeRequest: a client may write its first
 // WebSocket frames in the same packet as the upgrade request, so net/http
 // reads them with the request. The host hands coder/websocket buffers of
-// its own at the hijack (conn.go, leanHijack); those bytes must be in
-// them, the first frame echoed as sent, and the frames after it too.
+// its own at the hijack (conn.go, leanHijack), except then: those bytes are
+// in net/http's reader. The first frame must come back as sent, and the
+// frames after it too.
 func TestFramesSentWithTheUpgradeRequest(t *testing.T) {
 	h := newHost(t, map[string]string{"main": "passthrough"}, nil)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.http.URL, "http://"))

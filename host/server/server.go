@@ -585,24 +585,24 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			s.reject(w, http.StatusServiceUnavailable, why, msg)
 			return
 		}
-		// Until the call's goroutine owns them, the slot and the set-up
-		// slot are given back here.
+		// Until the call's goroutine owns them, the call slot and the
+		// set-up slot are given back here.
+		var c *call
 		handedOver := false
 		defer func() {
-			if !handedOver {
-				s.release()
+			if handedOver {
+				return
 			}
+			if c != nil {
+				c.releaseSetup()
+			}
+			s.release()
 		}()
 		c, err := s.newCall(proto, name, query, r.RemoteAddr)
 		if err != nil {
 			s.reject(w, http.StatusBadRequest, "bad_query", err.Error())
 			return
 		}
-		defer func() {
-			if !handedOver {
-				c.releaseSetup()
-			}
-		}()
 		if proto.StartsOnConnect() {
 			// The pipeline starts at connect: its set-up slot is taken
 			// before the upgrade, where a refusal is still an HTTP 503 that
