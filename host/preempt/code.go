@@ -613,7 +613,7 @@ func (m *module) codeSection(s *section) []byte {
 }
 
 // bulkCost is what the instructions around a memory.copy or memory.fill
-// weigh when it fits in a chunk; larger ones charge their chunks.
+// weigh; the bytes it moves are charged as it runs (bulk, chargeBytes).
 const bulkCost = 12
 
 // shape is what walk's first pass finds in a function.
