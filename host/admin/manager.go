@@ -56,6 +56,8 @@ type RouteSpec struct {
 	// Upstream is the bot calls are relayed to; nil makes an echo. Its
 	// header values are credentials: the manager never shows them.
 	Upstream *server.Upstream
+	// OverQuota is what happens to a call over its CPU quota.
+	OverQuota server.QuotaPolicy
 }
 
 // uses says whether a stage of either direction references ref.
@@ -377,7 +379,7 @@ func buildRoutes(ctx context.Context, cat *catalog.Catalog, specs, prevSpecs map
 		if err != nil {
 			return nil, nil, err
 		}
-		routes[name] = &server.Route{Name: name, Inbound: in, Outbound: out, Upstream: spec.Upstream}
+		routes[name] = &server.Route{Name: name, Inbound: in, Outbound: out, Upstream: spec.Upstream, OverQuota: spec.OverQuota}
 		changed = append(changed, name)
 	}
 	return routes, changed, nil

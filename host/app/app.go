@@ -189,6 +189,9 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		PlayoutQueue:     cfg.Playout.Queue,
 		SendAhead:        zeroMeans(cfg.Playout.SendAhead, server.NoSendAhead),
 		StallTimeout:     cfg.Limits.StallTimeout,
+		CallCPUShare:     cfg.Limits.CallCPUShare,
+		FrameDeadline:    cfg.Limits.FrameDeadline,
+		PluginSlots:      cfg.Limits.PluginSlots,
 		Tokens:           cfg.ResolvedTokens(),
 		Origins:          cfg.Origins,
 		Logger:           logger,
@@ -467,7 +470,11 @@ func routeSpecs(routes map[string]config.Route) (map[string]admin.RouteSpec, err
 		if err != nil {
 			return nil, fmt.Errorf("pipeline %s: upstream: %w", name, err)
 		}
-		specs[name] = admin.RouteSpec{Inbound: r.Inbound, Outbound: r.Outbound, Upstream: u}
+		overQuota, err := server.ParseQuotaPolicy(r.OverQuota)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline %s: %w", name, err)
+		}
+		specs[name] = admin.RouteSpec{Inbound: r.Inbound, Outbound: r.Outbound, Upstream: u, OverQuota: overQuota}
 	}
 	return specs, nil
 }

@@ -120,6 +120,19 @@ type Limits struct {
 	// message the host is writing to it for this long: a peer that stopped
 	// reading would otherwise hold the call, and its bot's audio, forever.
 	StallTimeout time.Duration
+	// CallCPUShare is the most of one core, from 0 to 1, a call's plugins
+	// may use over the scheduler's one-second window before its route's
+	// over_quota policy degrades or ends it; 0 means 0.5 (10 ms of every
+	// 20 ms frame). See README, "Real time".
+	CallCPUShare float64
+	// FrameDeadline is how long after a caller's frame was read its
+	// answer is due: the scheduler runs plugin work earliest deadline
+	// first, and voxhost_frames_late_total counts the frames past it; 0
+	// means 20ms, one frame.
+	FrameDeadline time.Duration
+	// PluginSlots is how many calls may run plugin code at once; 0 means
+	// GOMAXPROCS, the cores Go runs on.
+	PluginSlots int
 }
 
 // AudioSocket is the plain-TCP listener for Asterisk's AudioSocket
@@ -348,6 +361,12 @@ func (l *Limits) validate() error {
 		return invalid("limits.ready_high_water", "must be between 1 and max_calls (%d), got %d", l.MaxCalls, l.ReadyHighWater)
 	case l.ReadyLowWater < 0 || l.ReadyHighWater > 0 && l.ReadyLowWater >= l.ReadyHighWater || l.ReadyLowWater >= l.MaxCalls:
 		return invalid("limits.ready_low_water", "must be below ready_high_water, got %d", l.ReadyLowWater)
+	case l.CallCPUShare < 0 || l.CallCPUShare > 1:
+		return invalid("limits.call_cpu_share", "must be between 0 (the default, 0.5) and 1, got %g", l.CallCPUShare)
+	case l.FrameDeadline < 0:
+		return invalid("limits.frame_deadline", "must not be negative, got %v", l.FrameDeadline)
+	case l.PluginSlots < 0:
+		return invalid("limits.plugin_slots", "must not be negative, got %d", l.PluginSlots)
 	case l.CPUHighWaterPercent < 0 || l.CPUHighWaterPercent > 100:
 		return invalid("limits.cpu_high_water_percent", "must be between 0 (off) and 100, got %d", l.CPUHighWaterPercent)
 	case l.CPULowWaterPercent != 0 && l.CPUHighWaterPercent == 0:

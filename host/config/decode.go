@@ -86,6 +86,9 @@ func configFields(c *Config) map[string]field {
 			"max_concurrent_setups":  integer(&c.Limits.MaxConcurrentSetups),
 			"setup_wait":             duration(&c.Limits.SetupWait),
 			"stall_timeout":          duration(&c.Limits.StallTimeout),
+			"call_cpu_share":         fraction(&c.Limits.CallCPUShare),
+			"frame_deadline":         duration(&c.Limits.FrameDeadline),
+			"plugin_slots":           integer(&c.Limits.PluginSlots),
 		}),
 		"playout": mapping(map[string]field{
 			"queue":      duration(&c.Playout.Queue),
@@ -302,9 +305,10 @@ func route(r *Route) field {
 		switch n.(type) {
 		case *ast.MappingNode:
 			return mapping(map[string]field{
-				"inbound":  stageList(&r.Inbound),
-				"outbound": stageList(&r.Outbound),
-				"upstream": upstream(&r.Upstream),
+				"inbound":    stageList(&r.Inbound),
+				"outbound":   stageList(&r.Outbound),
+				"upstream":   upstream(&r.Upstream),
+				"over_quota": str(&r.OverQuota),
 			})(d, n, path)
 		case *ast.SequenceNode, *ast.NullNode:
 			r.listed = true
@@ -436,6 +440,30 @@ func integer[T int | uint32 | uint64](dst *T) field {
 			return fmt.Errorf("%s is out of range", in.GetToken().Value)
 		}
 		*dst = T(i)
+		return nil
+	}
+}
+
+// fraction decodes a number from 0 to 1 (an integer 0 or 1 too).
+func fraction(dst *float64) field {
+	return func(_ *decoder, n ast.Node, _ string) error {
+		var v float64
+		switch x := n.(type) {
+		case *ast.FloatNode:
+			v = x.Value
+		case *ast.IntegerNode:
+			i, ok := x.Value.(uint64)
+			if !ok || i > 1 {
+				return want("a fraction from 0 to 1, such as 0.5", n)
+			}
+			v = float64(i)
+		default:
+			return want("a fraction from 0 to 1, such as 0.5", n)
+		}
+		if v < 0 || v > 1 || math.IsNaN(v) {
+			return fmt.Errorf("%v is not between 0 and 1", v)
+		}
+		*dst = v
 		return nil
 	}
 }

@@ -28,6 +28,10 @@ type Route struct {
 	Outbound []pipeline.StageSpec
 	// Upstream is the bot calls are relayed to; nil makes an echo.
 	Upstream *Upstream
+	// OverQuota is what happens to a call whose plugins use more than
+	// limits.call_cpu_share of a core: OverQuotaBypass (also "") or
+	// OverQuotaEndCall.
+	OverQuota string
 
 	// listed says the file wrote the route as a bare list of stages, so
 	// that errors name them as it does: pipelines.NAME[i], not
@@ -63,6 +67,15 @@ type Upstream struct {
 	// OnFailureEndCall (also "") or OnFailureEcho.
 	OnFailure string
 }
+
+// The values of Route.OverQuota.
+const (
+	// OverQuotaBypass bypasses the call's costliest plugin, one at a
+	// time, and ends the call when none is left to bypass.
+	OverQuotaBypass = "bypass_costliest"
+	// OverQuotaEndCall ends the call, with the reason in its close frame.
+	OverQuotaEndCall = "end_call"
+)
 
 // The values of Upstream.OnFailure.
 const (
@@ -120,6 +133,11 @@ func (r *Route) validate(at string) error {
 			return invalid(at, "no stages; list at least one plugin")
 		}
 		return invalid(in, "no stages; list at least one plugin (passthrough passes the caller's audio on unchanged)")
+	}
+	switch r.OverQuota {
+	case "", OverQuotaBypass, OverQuotaEndCall:
+	default:
+		return invalid(at+".over_quota", "unknown over_quota policy %q (want %s or %s)", r.OverQuota, OverQuotaBypass, OverQuotaEndCall)
 	}
 	if err := validateStages(in, r.Inbound); err != nil {
 		return err

@@ -37,6 +37,8 @@ type CallConfig struct {
 	Logger *slog.Logger
 	// OnFault hears of every stage failure.
 	OnFault func(Fault)
+	// Yield is every stage's plugin.InstanceConfig.Yield.
+	Yield plugin.Yielder
 }
 
 // Instantiate makes the call's instances, in order, each taking the rate
@@ -61,7 +63,7 @@ func (d *Definition) Instantiate(ctx context.Context, cfg CallConfig) (*Pipeline
 	for i, sd := range d.Stages {
 		in, err := sd.Plugin.Instantiate(ctx, plugin.InstanceConfig{
 			Config: sd.Config, InputRate: rate, MaxFrameMs: maxMs, Sink: cfg.Sink, Logger: cfg.Logger, Budget: sd.Budget,
-			Stack: stack,
+			Stack: stack, Yield: cfg.Yield,
 		})
 		if err != nil {
 			return fail(fmt.Errorf("pipeline %s, stage %d: %w", d.Name, i+1, err))

@@ -68,6 +68,8 @@ type Pipeline struct {
 	sampleEvery uint64
 	onSample    func(stage int, d time.Duration)
 	costs       []stageCost
+	// sampleNext times the next frame whatever sampleEvery says.
+	sampleNext bool
 }
 
 // stageCost accumulates a stage's sampled time; other goroutines read it
@@ -149,7 +151,8 @@ func (p *Pipeline) Bypassed(i int) bool { return p.bypassed[i] }
 // the EndCall policy failed.
 func (p *Pipeline) Process(src Filler) ([]byte, error) {
 	p.frames++
-	timed := p.sampleEvery != 0 && p.frames%p.sampleEvery == 0
+	timed := p.sampleEvery != 0 && p.frames%p.sampleEvery == 0 || p.sampleNext
+	p.sampleNext = false
 	first := p.nextActive(0)
 	n := src.Fill(p.bufferOf(first))
 	return p.run(first, n, nil, src, timed)
@@ -232,6 +235,40 @@ func (p *Pipeline) fault(i int, err error) error {
 	// recursion grew, tens of megabytes) goes now, not when the call ends.
 	_ = s.Close(context.Background())
 	return nil
+}
+
+// Costliest is the active stage that can be bypassed (it keeps the sample
+// rate) whose sampled frames took longest on average, and that mean; ok is
+// false when no such stage has been timed yet. The next frame is then
+// timed whatever the sampling says, so that asking again after it answers.
+func (p *Pipeline) Costliest() (stage int, meanNs float64, ok bool) {
+	for i, s := range p.stages {
+		if p.bypassed[i] || s.InputRate() != s.OutputRate() {
+			continue
+		}
+		n := p.costs[i].samples.Load()
+		if n == 0 {
+			continue
+		}
+		if mean := float64(p.costs[i].ns.Load()) / float64(n); !ok || mean > meanNs {
+			stage, meanNs, ok = i, mean, true
+		}
+	}
+	if !ok {
+		p.sampleNext = true
+	}
+	return stage, meanNs, ok
+}
+
+// Bypass takes stage i out of the chain for the rest of the call, whatever
+// its on_error policy, as a failure would under Bypass: onFault hears of it
+// with why. The stage must keep the sample rate (Costliest picks only such).
+func (p *Pipeline) Bypass(i int, why error) {
+	p.bypassed[i] = true
+	if p.onFault != nil {
+		p.onFault(Fault{Stage: i, Name: p.stages[i].Name(), Err: why, Bypassed: true})
+	}
+	_ = p.stages[i].Close(context.Background())
 }
 
 func (p *Pipeline) nextActive(i int) int {

@@ -9,6 +9,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/host/sched"
 )
 
 // Budgets. Every module is instrumented at load time (host/preempt): each
@@ -93,7 +94,7 @@ func budgetTick(ctx context.Context, stack []uint64) {
 // instrumentation bounds the work between two checks, so a long gap is an
 // operation the host did not see coming, never time to forgive (an earlier
 // cap of 1 ms of wall time per gap let a loop of 16 MiB fills run for
-// seconds). The second half is the thread's CPU time (threadCPUTime), so a
+// seconds). The second half is the thread's CPU time (sched.ThreadCPUTime), so a
 // healthy plugin on a busy host, whose thread waits for a core, is not
 // stopped for the host's business: a call gets at least half its budget of
 // CPU time, and its whole budget when the host is not overloaded. The
@@ -103,6 +104,11 @@ func budgetTick(ctx context.Context, stack []uint64) {
 // the thread's clock, nor for locking the goroutine to its thread, which
 // the second half needs so that every reading is of the same thread.
 func (in *Instance) checkBudget() {
+	if in.yielder != nil {
+		if waited := in.yielder.Yield(); waited > 0 && in.checkedCall == in.calls {
+			in.started += waited // the wall-clock half counts running, not waiting
+		}
+	}
 	now := time.Since(clockBase)
 	if in.checkedCall != in.calls {
 		in.checkedCall, in.started = in.calls, now
@@ -115,10 +121,10 @@ func (in *Instance) checkBudget() {
 	if !in.threadLocked {
 		runtime.LockOSThread()
 		in.threadLocked = true
-		in.cpuFrom = threadCPUTime()
+		in.cpuFrom = sched.ThreadCPUTime()
 		return
 	}
-	if threadCPUTime()-in.cpuFrom >= in.limit-half {
+	if sched.ThreadCPUTime()-in.cpuFrom >= in.limit-half {
 		in.overBudget = true
 		panic(errBudget)
 	}

@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 	"fmt"
+
+	"github.com/voxhost/voxhost/host/sched"
 )
 
 // NewRuntimeEnforcing is NewRuntime with budgets enforced ("fuel", what
@@ -21,7 +23,7 @@ func NewRuntimeEnforcing(ctx context.Context, opts Options, how string) (*Runtim
 
 // ThreadCPUTime is the clock budgets are counted on, for tests that check
 // how much of it a stopped call used.
-var ThreadCPUTime = threadCPUTime
+var ThreadCPUTime = sched.ThreadCPUTime
 
 // KeptStackBytes is the machine stack a kept vox_process handle starts with.
 const KeptStackBytes = keptStackBytes

@@ -95,6 +95,18 @@ type InstanceConfig struct {
 	// stages of one pipeline, which run one after the other). nil: one of
 	// the instance's own.
 	Stack *MachineStack
+	// Yield, if not nil, is offered the core at every budget tick once the
+	// instance is set up (the call's *sched.Call): a call that has held
+	// its scheduler slot long enough while a more urgent call waits gives
+	// it up there, in the middle of a frame. The time it waits does not
+	// count against the budget.
+	Yield Yielder
+}
+
+// Yielder gives up the core for a while and says for how long; see
+// InstanceConfig.Yield.
+type Yielder interface {
+	Yield() time.Duration
 }
 
 // Instance is one plugin's state for one call. Its methods must not be
@@ -134,6 +146,8 @@ type Instance struct {
 	hostCalls, outputBytes int
 	// stdout and stderr receive the plugin's WASI output as log lines.
 	stdout, stderr logWriter
+	// yielder is InstanceConfig.Yield.
+	yielder Yielder
 	budgetState
 }
 
@@ -173,6 +187,7 @@ func (p *Plugin) Instantiate(ctx context.Context, cfg InstanceConfig) (*Instance
 		return nil, err
 	}
 	in.limit = in.budget
+	in.yielder = cfg.Yield
 	return in, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/sched"
 	"github.com/voxhost/voxhost/host/transport"
 )
 
@@ -375,9 +376,16 @@ func (b *botLeg) processFrame(t0 time.Time) bool {
 	b.audioMs += int64(b.filled / b.u.Format.BytesPerMs())
 	b.filled = 0
 	var pcm []byte
+	// Due when the audio queued before it has played, and never sooner
+	// than a caller's frame read now.
+	rt := c.s.rt
+	deadline := sched.Now() + int64(b.queue.ahead()+rt.deadline)
 	if c.out != nil {
 		var err error
-		if pcm, err = c.out.Process(&b.src); err != nil {
+		c.cpu.out.Acquire(deadline)
+		pcm, err = c.out.Process(&b.src)
+		c.cpu.out.Release()
+		if err != nil {
 			c.outboundFailed(err)
 			return false
 		}
@@ -399,7 +407,8 @@ func (b *botLeg) processFrame(t0 time.Time) bool {
 		}
 	}
 	b.timer.done(t0)
-	return true
+	rt.onTime(deadline, rt.lateOut)
+	return c.out == nil || c.overQuota(c.out)
 }
 
 // deliverClear tells the outbound plugins of a barge-in and drops the
@@ -410,7 +419,11 @@ func (b *botLeg) deliverClear() bool {
 	if b.c.out == nil {
 		return true
 	}
-	if err := b.c.out.Event(abi.EventClear, 0, nil); err != nil {
+	lease := b.c.cpu.out
+	lease.Acquire(sched.Now())
+	err := b.c.out.Event(abi.EventClear, 0, nil)
+	lease.Release()
+	if err != nil {
 		b.c.outboundFailed(err)
 		return false
 	}

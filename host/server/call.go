@@ -19,6 +19,7 @@ import (
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/sched"
 	"github.com/voxhost/voxhost/host/transport"
 )
 
@@ -66,6 +67,9 @@ type call struct {
 	// in and out are the inbound and outbound pipelines; out is nil when
 	// the route has no outbound stages.
 	in, out *pipeline.Pipeline
+	// cpu is the call's account and leases in the server's scheduler,
+	// from when its route is known.
+	cpu *callCPU
 	// bot is the bot leg; nil for an echo. It is set while the call
 	// starts, before the bot reader and the playout exist; botLive holds
 	// it too, for the goroutines that do not run the call (the watchdog,
@@ -261,7 +265,10 @@ func (c *call) handle(t0 time.Time) bool {
 		if c.in == nil {
 			return true
 		}
-		if err := c.in.Event(abi.EventDTMF, int32(c.msg.Digit), nil); err != nil {
+		c.cpu.in.Acquire(sched.Now() + int64(c.s.rt.deadline))
+		err := c.in.Event(abi.EventDTMF, int32(c.msg.Digit), nil)
+		c.cpu.in.Release()
+		if err != nil {
 			c.pluginFailed(err)
 			return false
 		}
@@ -309,41 +316,49 @@ func (c *call) frame(t0 time.Time) bool {
 	}
 	c.framesIn.Inc()
 	c.src.Frame = c.msg.Audio
+	rt, lease := c.s.rt, c.cpu.in
+	deadline := sched.Now() + int64(rt.deadline)
+	lease.Acquire(deadline)
 	pcm, err := c.in.Process(&c.src)
 	if err != nil {
+		lease.Release()
 		c.pluginFailed(err)
 		return false
 	}
 	c.frames.Add(1)
 	c.audioMs += int64(len(c.msg.Audio) / c.format.BytesPerMs())
 	if b := c.bot; b != nil {
+		lease.Release()
 		ok := b.sendAudio(pcm)
 		c.frameTimer.done(t0)
+		rt.onTime(deadline, rt.lateIn)
 		if !ok || !c.inEvents.empty() && !c.flushInbound() {
 			return false
 		}
-		return true
+		return c.overQuota(c.in)
 	}
 	if c.out != nil && len(pcm) > 0 {
 		c.pcmSrc.Frame = pcm
 		if pcm, err = c.out.Process(&c.pcmSrc); err != nil {
+			lease.Release()
 			c.outboundFailed(err)
 			return false
 		}
 	}
+	lease.Release()
 	n := c.format.Encode(c.frameOut, pcm)
 	c.frameTimer.done(t0)
 	if !c.inEvents.empty() && !c.flushInbound() || !c.outEvents.empty() && !c.flushOutbound() {
 		return false
 	}
-	if n == 0 {
-		return true // a plugin swallowed the frame
+	if n > 0 { // else a plugin swallowed the frame
+		if !c.sendCallerAudio(c.frameOut[:n]) {
+			return false
+		}
+		c.framesOut.Inc()
 	}
-	if !c.sendCallerAudio(c.frameOut[:n]) {
-		return false
-	}
-	c.framesOut.Inc()
-	return true
+	rt.onTime(deadline, rt.lateIn)
+	return c.overQuota(c.in, c.out)
 }
 
 // sendCallerAudio renders and writes a frame to the caller.
@@ -439,7 +454,9 @@ func (c *call) start(start *transport.Start) error {
 // at the caller's rate, the outbound one at the rate it is fed (the bot
 // leg's, or in an echo where the inbound one ends).
 func (c *call) instantiate(route *Route) error {
-	cfg := pipeline.CallConfig{InputRate: c.format.Rate, MaxFrameMs: c.maxFrameMs, Sink: &c.inEvents, Logger: c.log, OnFault: c.inEvents.fault}
+	c.openCPU(route)
+	cfg := pipeline.CallConfig{InputRate: c.format.Rate, MaxFrameMs: c.maxFrameMs, Sink: &c.inEvents, Logger: c.log, OnFault: c.inEvents.fault,
+		Yield: c.cpu.in}
 	p, err := route.Inbound.Instantiate(ctx, cfg)
 	if err != nil {
 		return err
@@ -450,6 +467,9 @@ func (c *call) instantiate(route *Route) error {
 	}
 	cfg.InputRate = p.OutputRate()
 	cfg.Sink, cfg.OnFault = &c.outEvents, c.outEvents.fault
+	if route.Upstream != nil {
+		cfg.Yield = c.cpu.out // the bot reader runs it; an echo's runs on the caller's goroutine
+	}
 	c.out, err = route.Outbound.Instantiate(ctx, cfg)
 	return err
 }
@@ -730,8 +750,14 @@ func (c *call) flush() {
 	if c.in == nil {
 		return
 	}
+	// The slot is held while plugins run, never across a write: a caller
+	// that stopped reading must not hold up every call's plugins.
+	lease, deadline := c.cpu.in, sched.Now()+int64(c.s.rt.deadline)
+	lease.Acquire(deadline)
 	err := c.in.Flush(func(pcm []byte) error {
 		if c.bot != nil {
+			lease.Release()
+			defer lease.Acquire(deadline)
 			if !c.bot.sendAudio(pcm) {
 				return errors.New("the bot leg failed")
 			}
@@ -741,15 +767,20 @@ func (c *call) flush() {
 			c.pcmSrc.Frame = pcm
 			var err error
 			if pcm, err = c.out.Process(&c.pcmSrc); err != nil {
+				lease.Release()
+				defer lease.Acquire(deadline)
 				c.outboundFailed(err)
 				return err
 			}
 		}
+		lease.Release()
+		defer lease.Acquire(deadline)
 		if n := c.format.Encode(c.frameOut, pcm); n > 0 && !c.sendCallerAudio(c.frameOut[:n]) {
 			return errors.New("write failed")
 		}
 		return nil
 	})
+	lease.Release()
 	if err != nil {
 		c.log.Info("flush failed", "err", err)
 	}
@@ -814,6 +845,7 @@ func (c *call) finish() {
 			c.s.metrics.countDroppedEmits(p)
 		}
 	}
+	c.closeCPU()
 	if c.bot != nil {
 		c.bot.finish()
 	}

@@ -44,6 +44,11 @@ type metrics struct {
 	marks            *prometheus.CounterVec
 	bargeIns         *prometheus.CounterVec
 	pluginFrame      *prometheus.HistogramVec
+
+	callCPU    *prometheus.CounterVec
+	framesLate *prometheus.CounterVec
+	schedWait  prometheus.Histogram
+	degraded   *prometheus.CounterVec
 }
 
 // Directions of a call's pipelines, as the direction label spells them.
@@ -118,11 +123,11 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		Name: "voxhost_calls_capacity", Help: "Most concurrent calls this server accepts (max_calls).",
 	})
 	m.shed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "voxhost_calls_shed_total", Help: "Calls refused because the process is overloaded, by reason (cpu, cpu_wait, setup_queue).",
+		Name: "voxhost_calls_shed_total", Help: "Calls refused or ended because the process is overloaded, by reason: refused at the door (cpu, cpu_wait, setup_queue, predicted_cpu), ended while running (cpu_quota: past limits.call_cpu_share; late_frames: the costliest call when frames were late).",
 	}, []string{"reason"})
 	// Every reason from the start, so that an alert on its rate sees 0
 	// rather than no series.
-	for _, r := range []string{shedCPU, shedCPUWait, shedSetup} {
+	for _, r := range []string{shedCPU, shedCPUWait, shedSetup, shedPredicted, shedQuota, shedLate} {
 		m.shed.WithLabelValues(r)
 	}
 	m.setupWait = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -171,7 +176,24 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		Help:    "Time of one frame in one plugin, sampled (one frame in sample_every per call), by route (pipeline), direction (inbound, outbound) and plugin.",
 		Buckets: prometheus.ExponentialBuckets(1e-7, 2.5, 14),
 	}, []string{"pipeline", "direction", "plugin"})
-	m.registry.MustRegister(m.pluginFrame)
+	m.callCPU = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_call_cpu_seconds", Help: "Thread CPU time calls spent in their plugins, by route: what admission predicts a new call of the route costs from.",
+	}, []string{"route"})
+	m.framesLate = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_frames_late_total", Help: "Frames answered after their deadline (limits.frame_deadline after the caller's frame was read; a bot's frame after it was due to play), by direction.",
+	}, []string{"direction"})
+	for _, d := range []string{DirectionInbound, DirectionOutbound} {
+		m.framesLate.WithLabelValues(d)
+	}
+	m.schedWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "voxhost_scheduler_wait_seconds",
+		Help:    "How long plugin work that found every scheduler slot taken waited for one (earliest deadline first); work that found one free is not observed.",
+		Buckets: prometheus.ExponentialBuckets(1e-5, 3, 10),
+	})
+	m.degraded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_calls_degraded_total", Help: "Plugins bypassed in calls over their CPU quota (over_quota: bypass_costliest), by route.",
+	}, []string{"route"})
+	m.registry.MustRegister(m.pluginFrame, m.callCPU, m.framesLate, m.schedWait, m.degraded)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)

@@ -143,6 +143,9 @@ type cpuMonitor struct {
 	use      mark // share of GOMAXPROCS cores, 0–1
 	wait     mark // seconds
 	log      *slog.Logger
+	// onSample, if not nil, hears each interval's CPU used and wall time,
+	// after the signals have been updated.
+	onSample func(used, wall time.Duration)
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -170,6 +173,9 @@ func (m *cpuMonitor) run() {
 		var cur CPUSample
 		if cur, err = m.sampler.Sample(); err == nil {
 			m.observe(cur.Used-last.Used, cur.At.Sub(last.At), runtime.GOMAXPROCS(0), cur.Wait)
+			if m.onSample != nil {
+				m.onSample(cur.Used-last.Used, cur.At.Sub(last.At))
+			}
 			last = cur
 		}
 	}

@@ -121,6 +121,14 @@ func newPlayout(s *Server, f codec.Format) *playout {
 	return q
 }
 
+// ahead is how much audio is queued before a frame pushed now: how long
+// after now it is due to play, for the scheduler's deadline.
+func (q *playout) ahead() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return time.Duration(q.size/q.format.BytesPerMs()) * time.Millisecond
+}
+
 // tailWait is how long a chunked caller's tail, short of a chunk, waits
 // for more of the bot's audio before it goes out padded with silence: two
 // frames, since a streaming bot's next frame comes within one.

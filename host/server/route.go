@@ -24,6 +24,9 @@ type Route struct {
 	Outbound *pipeline.Definition
 	// Upstream is the bot the call is relayed to; nil makes an echo.
 	Upstream *Upstream
+	// OverQuota is what happens to a call of the route whose plugins use
+	// more than Options.CallCPUShare of a core.
+	OverQuota QuotaPolicy
 }
 
 // Upstream is the bot leg of a route: where to dial and how to speak.

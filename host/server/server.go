@@ -129,6 +129,23 @@ type Options struct {
 	// frame in SampleEvery. 0 means DefaultSampleEvery; NoSampling turns
 	// the per-plugin timing off and times every frame end to end.
 	SampleEvery int
+
+	// PluginSlots is how many calls may run plugin code at once (the
+	// scheduler's slots); 0 means GOMAXPROCS.
+	PluginSlots int
+	// CallCPUShare is the most of one core a call's plugins may use over
+	// the scheduler's window (sched.Window) before its route's over_quota
+	// policy degrades or ends it; 0 means DefaultCallCPUShare.
+	CallCPUShare float64
+	// FrameDeadline is how long after a caller's frame was read its
+	// answer is due: what orders the scheduler's queue and what
+	// voxhost_frames_late_total counts against; 0 means
+	// DefaultFrameDeadline.
+	FrameDeadline time.Duration
+	// CallCostPrior is the CPU, in cores, admission assumes a call costs
+	// the host outside its plugins until enough calls ran to measure it;
+	// 0 means DefaultCallCostPrior. Admission is on when CPUHighWater is.
+	CallCostPrior float64
 }
 
 // Defaults for the zero values of Options.
@@ -178,6 +195,8 @@ type Server struct {
 	cpu *cpuMonitor
 	// setups bounds the call set-ups that run at once.
 	setups *setupGate
+	// rt schedules plugin work and prices calls for admission.
+	rt *realtime
 
 	mu    sync.Mutex
 	calls map[*call]struct{}
@@ -224,6 +243,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	setDefault(&opts.StallTimeout, DefaultStallTimeout)
 	setDefault(&opts.SampleEvery, DefaultSampleEvery)
 	opts.SampleEvery = max(opts.SampleEvery, 0)
+	setDefault(&opts.CallCPUShare, DefaultCallCPUShare)
+	setDefault(&opts.FrameDeadline, DefaultFrameDeadline)
+	setDefault(&opts.CallCostPrior, DefaultCallCostPrior)
+	if opts.CallCPUShare < 0 || opts.CallCPUShare > 1 || opts.PluginSlots < 0 || opts.FrameDeadline < 0 || opts.CallCostPrior < 0 {
+		return nil, fmt.Errorf("server: call CPU share (%g) must be in 0..1, plugin slots (%d), frame deadline (%v) and call cost prior (%g) not negative",
+			opts.CallCPUShare, opts.PluginSlots, opts.FrameDeadline, opts.CallCostPrior)
+	}
 	if opts.MaxSetups < 0 || opts.SetupWait < 0 {
 		return nil, fmt.Errorf("server: max set-ups (%d) and set-up wait (%v) must not be negative", opts.MaxSetups, opts.SetupWait)
 	}
@@ -241,6 +267,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = newMetrics(opts.Registerer, func() float64 { return float64(opts.Runtime.LiveInstances()) })
+	s.rt = newRealtime(opts, s.metrics)
 	// Readiness as a series too: a pod that is full (or draining) drops
 	// out of its Service, and dashboards should show why.
 	s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -264,6 +291,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		m.use.high, m.use.low = opts.CPUHighWater, opts.CPULowWater
 		m.wait.high, m.wait.low = opts.CPUWaitHighWater.Seconds(), opts.CPUWaitLowWater.Seconds()
 		s.cpu = m
+		m.onSample = func(used, wall time.Duration) {
+			s.rt.sample(used, wall, s.active.Load())
+			s.shedLate()
+		}
 		s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "voxhost_cpu_utilization",
 			Help: "The process's CPU use as a share of its GOMAXPROCS cores (0-1), averaged over about 150 ms: what overload shedding compares with cpu_high_water_percent.",
@@ -516,20 +547,30 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok
 }
 
-// admit reserves a call slot, or says why not.
-func (s *Server) admit() (string, bool) {
+// admit reserves a call slot for a call of route (""; the default), or
+// says why not: "draining", "capacity", "overloaded" (the CPU marks; see
+// cpu.reason) or shedPredicted (admission by measured cost; msg says why).
+func (s *Server) admit(route string) (why, msg string, ok bool) {
 	if s.draining.Load() {
-		return "draining", false
+		return "draining", "draining: the server is shutting down", false
 	}
 	if s.overloaded() {
-		return "overloaded", false
+		s.metrics.shed.WithLabelValues(s.cpu.shedReason()).Inc()
+		return "overloaded", s.cpu.reason() + "; try another host", false
+	}
+	// Admission reads the count and then adds one: calls arriving at
+	// once may each see room for one more, so a burst can pass the mark
+	// by the number of handlers that run at that moment (about the cores).
+	if msg, fits := s.admits(route); !fits {
+		s.metrics.shed.WithLabelValues(shedPredicted).Inc()
+		return shedPredicted, msg + "; try another host", false
 	}
 	if s.active.Add(1) > int64(s.opts.MaxCalls) {
 		s.active.Add(-1)
-		return "capacity", false
+		return "capacity", "at capacity: too many concurrent calls", false
 	}
 	s.metrics.activeCalls.Inc()
-	return "", true
+	return "", "", true
 }
 
 // CallHandler serves the calls of one protocol: the WebSocket upgrade,
@@ -572,14 +613,10 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 				return
 			}
 		}
-		if why, ok := s.admit(); !ok {
-			msg, retry := "at capacity: too many concurrent calls", "1"
-			switch why {
-			case "draining":
-				msg = "draining: the server is shutting down"
-			case "overloaded":
-				msg, retry = s.cpu.reason()+"; try another host", overloadRetryAfter
-				s.metrics.shed.WithLabelValues(s.cpu.shedReason()).Inc()
+		if why, msg, ok := s.admit(name); !ok {
+			retry := "1"
+			if why == "overloaded" || why == shedPredicted {
+				retry = overloadRetryAfter
 			}
 			w.Header().Set("Retry-After", retry)
 			s.reject(w, http.StatusServiceUnavailable, why, msg)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -88,11 +89,17 @@ func (s *Server) ServeStream(ctx context.Context, l net.Listener, proto transpor
 const streamReadBuffer = 4 << 10
 
 func (s *Server) serveStream(conn net.Conn, framer transport.Framer, proto transport.Protocol, route string) {
-	if why, ok := s.admit(); !ok {
-		// No status to send over a byte stream: the PBX sees the hang-up
-		// and the log and metric say why.
+	if why, msg, ok := s.admit(route); !ok {
+		// No status to send over a byte stream: the PBX gets the
+		// protocol's hang-up, and the log and metric say why.
 		s.metrics.rejected.WithLabelValues(why).Inc()
-		s.log.Info("call refused", "protocol", proto.Name(), "remote", conn.RemoteAddr().String(), "reason", why)
+		s.log.Info("call refused", "protocol", proto.Name(), "remote", conn.RemoteAddr().String(), "reason", msg)
+		if sess, err := proto.NewSession(transport.SessionConfig{MaxFrameMs: s.opts.MaxFrameMs}); err == nil {
+			if _, hangup, ok := sess.Hangup(); ok {
+				_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+				_, _ = conn.Write(hangup)
+			}
+		}
 		_ = conn.Close()
 		return
 	}

@@ -1,0 +1,396 @@
+// Package sched shares the cores between calls: plugin work (every call
+// into WebAssembly) runs in one of a bounded number of slots, about the
+// cores Go has, taken earliest deadline first, with each call's CPU time
+// accounted over a sliding window. A call that used more than its fair
+// share of the cores over the window waits behind every call that did not,
+// and a call that holds a slot past a quantum while a more urgent call
+// waits gives the slot up at the next budget tick of its plugin (Yield):
+// no call keeps the cores while another misses its deadline.
+//
+// A slot is a right to run, not a goroutine: the call's own goroutine runs
+// its plugins once it holds one, so an uncontended frame pays two
+// lock-protected counter updates and two readings of the thread's CPU
+// clock, and no goroutine handoff (RATIONALE.md, "Real time between calls",
+// has the alternatives measured).
+package sched
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Window is how far back a call's CPU use is counted: its share, its quota
+// and the route costs admission predicts from are all over the last Window.
+const Window = time.Second
+
+// buckets divide the window; a call's use is the sum of its buckets, so a
+// burst ages out of the window one bucket (125 ms) at a time.
+const buckets = 8
+
+const bucketNs = int64(Window) / buckets
+
+// DefaultQuantum is how long a call may hold its slot while a more urgent
+// call waits before it gives the slot up at its plugin's next budget tick.
+// It is a tenth of a 5 ms frame budget: a healthy call behind a heavy one
+// waits at most about this long (plus a tick interval, 15 µs to 1 ms).
+const DefaultQuantum = 500 * time.Microsecond
+
+// Options configure a Scheduler.
+type Options struct {
+	// Slots is how many calls may run plugin code at once; 0 means
+	// runtime.GOMAXPROCS(0).
+	Slots int
+	// Quantum is DefaultQuantum when 0.
+	Quantum time.Duration
+	// OnWait, if not nil, hears how long each acquisition waited for its
+	// slot (0 when one was free), for a histogram.
+	OnWait func(time.Duration)
+}
+
+// Scheduler hands out slots for plugin work. Create it with New; it is safe
+// for concurrent use.
+type Scheduler struct {
+	slots   int
+	quantum int64
+
+	mu      sync.Mutex
+	free    int
+	waiting waitHeap
+	seq     uint64
+	// calls counts the open Calls, for the fair share.
+	calls atomic.Int64
+
+	// nwait mirrors len(waiting) for Yield's lock-free fast path.
+	nwait atomic.Int32
+	// waited and acquired are totals for Stats.
+	waitedNs, acquired, contended atomic.Int64
+	onWait                        func(time.Duration)
+}
+
+// New makes a Scheduler.
+func New(opts Options) *Scheduler {
+	if opts.Slots <= 0 {
+		opts.Slots = runtime.GOMAXPROCS(0)
+	}
+	if opts.Quantum <= 0 {
+		opts.Quantum = DefaultQuantum
+	}
+	return &Scheduler{slots: opts.Slots, free: opts.Slots, quantum: int64(opts.Quantum), onWait: opts.OnWait,
+		waiting: make(waitHeap, 0, 64)}
+}
+
+// Slots is how many calls may run plugin code at once.
+func (s *Scheduler) Slots() int { return s.slots }
+
+// Stats are a Scheduler's totals since it was made.
+type Stats struct {
+	// Acquired counts slot acquisitions (and re-acquisitions after a
+	// yield); Contended those that had to wait.
+	Acquired, Contended int64
+	// Waited is the total time acquisitions waited.
+	Waited time.Duration
+	// Waiting is how many calls wait for a slot now.
+	Waiting int
+}
+
+// Stats returns the totals so far.
+func (s *Scheduler) Stats() Stats {
+	return Stats{Acquired: s.acquired.Load(), Contended: s.contended.Load(),
+		Waited: time.Duration(s.waitedNs.Load()), Waiting: int(s.nwait.Load())}
+}
+
+// share is the fair share of one call: the slots over the open calls, in
+// cores (at most one: a call runs on one core at a time).
+func (s *Scheduler) share() float64 {
+	return min(float64(s.slots)/float64(max(s.calls.Load(), 1)), 1)
+}
+
+// Call is one call's CPU account: its use over the window, which decides
+// whether it is within its share, and its total. Its plugin work runs under
+// its Leases, one for each goroutine that runs its plugins (the caller's,
+// and in a relay the bot reader's).
+type Call struct {
+	s *Scheduler
+
+	// mu guards the window: CPU ns in each bucket, and the bucket the
+	// newest charge went to.
+	mu     sync.Mutex
+	window [buckets]int64
+	epoch  int64
+	total  atomic.Int64
+
+	// onCharge, if not nil, hears of every charge (the route's cost).
+	onCharge func(ns int64)
+	closed   atomic.Bool
+}
+
+// NewCall opens a call's account. onCharge, which may be nil, hears the CPU
+// time of each slot hold, in ns, on the goroutine that held it.
+func (s *Scheduler) NewCall(onCharge func(ns int64)) *Call {
+	s.calls.Add(1)
+	return &Call{s: s, onCharge: onCharge}
+}
+
+// Close takes the call out of the fair share. Its leases must not hold
+// their slots.
+func (c *Call) Close() {
+	if c.closed.CompareAndSwap(false, true) {
+		c.s.calls.Add(-1)
+	}
+}
+
+// Lease runs one goroutine's share of a call's plugin work: it waits for
+// a slot, holds it and gives it back. Its methods are called from that
+// goroutine only. It is the plugin.Yielder of the pipeline it runs.
+type Lease struct {
+	call *Call
+	wake chan struct{}
+
+	// Queue state, under s.mu.
+	deadline int64
+	over     bool
+	seq      uint64
+
+	// Holding state.
+	holding   bool
+	heldSince int64
+	cpuFrom   time.Duration
+}
+
+// NewLease makes a lease on the call's account for one goroutine.
+func (c *Call) NewLease() *Lease { return &Lease{call: c, wake: make(chan struct{}, 1)} }
+
+// now is the scheduler's clock: monotonic nanoseconds.
+func now() int64 { return int64(time.Since(clockBase)) }
+
+var clockBase = time.Now()
+
+// Deadline turns a time into the scheduler's deadline for Acquire.
+func Deadline(t time.Time) int64 { return int64(t.Sub(clockBase)) }
+
+// Now is the scheduler's clock, the deadline of work due now.
+func Now() int64 { return now() }
+
+// Acquire waits for a slot for work due by deadline (see Deadline) and
+// returns how long it waited. The goroutine stays on its thread until
+// Release, so that the CPU time charged is the thread's, of this call's
+// work only.
+func (l *Lease) Acquire(deadline int64) time.Duration {
+	s := l.call.s
+	over := l.call.Usage() > s.share()
+	s.mu.Lock()
+	l.deadline, l.over = deadline, over
+	var waited time.Duration
+	if s.free > 0 && len(s.waiting) == 0 {
+		s.free--
+		s.mu.Unlock()
+	} else {
+		waited = l.queue(nil)
+	}
+	s.acquired.Add(1)
+	if s.onWait != nil {
+		s.onWait(waited)
+	}
+	runtime.LockOSThread()
+	l.holding = true
+	l.heldSince = now()
+	l.cpuFrom = ThreadCPUTime()
+	return waited
+}
+
+// queue puts the lease in the queue, with s.mu held, hands the slot to
+// next if not nil, and returns once a releasing lease handed the slot
+// back, with how long that took.
+func (l *Lease) queue(next *Lease) time.Duration {
+	s := l.call.s
+	s.seq++
+	l.seq = s.seq
+	s.waiting.push(l)
+	s.nwait.Store(int32(len(s.waiting)))
+	s.mu.Unlock()
+	if next != nil {
+		next.wake <- struct{}{}
+	}
+	t0 := now()
+	<-l.wake
+	waited := time.Duration(now() - t0)
+	s.contended.Add(1)
+	s.waitedNs.Add(int64(waited))
+	return waited
+}
+
+// Release gives the slot back, to the most urgent waiting lease if any,
+// and charges the CPU time the thread used since Acquire.
+func (l *Lease) Release() {
+	l.charge()
+	l.holding = false
+	runtime.UnlockOSThread()
+	s := l.call.s
+	s.mu.Lock()
+	if len(s.waiting) == 0 {
+		s.free++
+		s.mu.Unlock()
+		return
+	}
+	next := s.waiting.pop()
+	s.nwait.Store(int32(len(s.waiting)))
+	s.mu.Unlock()
+	next.wake <- struct{}{}
+}
+
+// charge adds the thread's CPU time since the slot was taken (or since the
+// last charge) to the call's account.
+func (l *Lease) charge() {
+	cpu := ThreadCPUTime()
+	ns := int64(cpu - l.cpuFrom)
+	l.cpuFrom = cpu
+	if ns > 0 {
+		l.call.add(ns)
+	}
+}
+
+func (c *Call) add(ns int64) {
+	c.mu.Lock()
+	c.rotate(now())
+	c.window[c.epoch%buckets] += ns
+	c.mu.Unlock()
+	c.total.Add(ns)
+	if c.onCharge != nil {
+		c.onCharge(ns)
+	}
+}
+
+// Yield is the plugin's budget tick, on the goroutine that holds the slot:
+// once the lease has held it for a quantum, and a more urgent lease waits
+// (within its share where this call is over it, or due earlier), the slot
+// goes to that lease and Yield returns when this one has it again, with
+// how long it waited. It returns 0 at once otherwise, and when the lease
+// holds no slot (set-up, which runs under its own gate).
+func (l *Lease) Yield() time.Duration {
+	s := l.call.s
+	if !l.holding || s.nwait.Load() == 0 {
+		return 0
+	}
+	t := now()
+	if t-l.heldSince < s.quantum {
+		return 0
+	}
+	over := l.call.Usage() > s.share()
+	s.mu.Lock()
+	if len(s.waiting) == 0 || !s.waiting[0].before(over, l.deadline, ^uint64(0)) {
+		s.mu.Unlock()
+		l.heldSince = t // not again until another quantum has passed
+		return 0
+	}
+	next := s.waiting.pop()
+	l.charge()
+	// Back in the queue with its deadline, behind what waits with the same.
+	l.over = over
+	waited := l.queue(next)
+	l.heldSince = now()
+	l.cpuFrom = ThreadCPUTime()
+	return waited
+}
+
+// Usage is the call's CPU use over the last Window, in cores (0.5: half of
+// one core's time). A call younger than the window is counted over the
+// whole window, so a start-up burst is not held against it twice.
+func (c *Call) Usage() float64 {
+	c.mu.Lock()
+	c.rotate(now())
+	var sum int64
+	for _, ns := range c.window {
+		sum += ns
+	}
+	c.mu.Unlock()
+	return float64(sum) / float64(Window)
+}
+
+// Forgive empties the window: after the call was degraded, its share and
+// quota judge what it uses from now on.
+func (c *Call) Forgive() {
+	c.mu.Lock()
+	c.window = [buckets]int64{}
+	c.mu.Unlock()
+}
+
+// CPU is the CPU time the call's plugin work used since it began.
+func (c *Call) CPU() time.Duration { return time.Duration(c.total.Load()) }
+
+// rotate moves the window to the bucket of t, emptying the buckets it
+// passes. c.mu is held.
+func (c *Call) rotate(t int64) {
+	e := t / bucketNs
+	if e <= c.epoch {
+		return
+	}
+	if e-c.epoch >= buckets {
+		c.window = [buckets]int64{}
+	} else {
+		for i := c.epoch + 1; i <= e; i++ {
+			c.window[i%buckets] = 0
+		}
+	}
+	c.epoch = e
+}
+
+// before orders waiting leases: within their call's share before over it,
+// then earliest deadline, then first come.
+func (l *Lease) before(over bool, deadline int64, seq uint64) bool {
+	if l.over != over {
+		return !l.over
+	}
+	if l.deadline != deadline {
+		return l.deadline < deadline
+	}
+	return l.seq < seq
+}
+
+// waitHeap is a binary min-heap of waiting leases by before. It is typed
+// (not container/heap) so that pushing and popping box nothing.
+type waitHeap []*Lease
+
+func (h waitHeap) less(i, j int) bool { return h[i].before(h[j].over, h[j].deadline, h[j].seq) }
+
+func (h *waitHeap) push(l *Lease) {
+	*h = append(*h, l)
+	q := *h
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (h *waitHeap) pop() *Lease {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q.swap(0, last)
+	q[last] = nil
+	q = q[:last]
+	*h = q
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(q) && q.less(l, m) {
+			m = l
+		}
+		if r < len(q) && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q.swap(i, m)
+		i = m
+	}
+	return top
+}
+
+func (h waitHeap) swap(i, j int) { h[i], h[j] = h[j], h[i] }

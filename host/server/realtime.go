@@ -1,0 +1,341 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/sched"
+)
+
+// Real time between calls (RATIONALE.md, "Real time between calls"): every
+// call into a plugin runs in a slot of the server's scheduler, earliest
+// deadline first, with the call's CPU time accounted; a call past its quota
+// is degraded by its route's policy; a new call is admitted only while the
+// calls admitted are predicted to fit; and when the calls admitted no
+// longer fit (their plugins got heavier), the costliest are shed.
+
+// QuotaPolicy is what a route does to a call whose plugins use more than
+// Options.CallCPUShare of a core.
+type QuotaPolicy int
+
+const (
+	// QuotaBypass bypasses the call's costliest stage (the one whose
+	// sampled frames took longest), one at a time, and ends the call when
+	// none is left that can be bypassed.
+	QuotaBypass QuotaPolicy = iota
+	// QuotaEndCall ends the call, with the reason in the close frame.
+	QuotaEndCall
+)
+
+// ParseQuotaPolicy reads a policy as configs spell it ("bypass_costliest",
+// "end_call").
+func ParseQuotaPolicy(s string) (QuotaPolicy, error) {
+	switch s {
+	case "", "bypass_costliest":
+		return QuotaBypass, nil
+	case "end_call":
+		return QuotaEndCall, nil
+	}
+	return 0, fmt.Errorf("unknown over_quota policy %q (want bypass_costliest or end_call)", s)
+}
+
+// Defaults of the real-time options.
+const (
+	// DefaultCallCPUShare lets a call's plugins use half of one core over
+	// the scheduler's window: 10 ms of every 20 ms frame, two default
+	// budgets' worth. The stock DSP chain uses 0.03%.
+	DefaultCallCPUShare = 0.5
+	// DefaultFrameDeadline is how long after a caller's frame was read its
+	// answer may go out: one frame time.
+	DefaultFrameDeadline = 20 * time.Millisecond
+	// DefaultCallCostPrior is the CPU a call is predicted to cost, in
+	// cores, before enough calls ran to measure it: what a raw echo call
+	// of 20 ms frames cost here (socket, codec and scheduling; about 300
+	// calls on one core of this 2-vCPU machine at 85%). A faster machine
+	// measures its own within a second of taking calls.
+	DefaultCallCostPrior = 0.0028
+	// measureCalls is how many calls must run before the host's cost per
+	// call is measured rather than assumed: with fewer, the process's own
+	// idle work (metrics, GC) would be charged to too few calls.
+	measureCalls = 16
+	// shedLateShare is the share of a sample interval's frames that may be
+	// late before the costliest call is shed.
+	shedLateShare = 0.01
+)
+
+// Reasons a call is shed or degraded, as voxhost_calls_shed_total counts
+// them.
+const (
+	// shedPredicted: admitting the call would take the predicted CPU of
+	// the admitted calls past the high-water mark.
+	shedPredicted = "predicted_cpu"
+	// shedQuota: the call's plugins used more than its CPU quota.
+	shedQuota = "cpu_quota"
+	// shedLate: frames were late and this was the costliest call.
+	shedLate = "late_frames"
+)
+
+// realtime is a server's share of the cores between its calls.
+type realtime struct {
+	sched    *sched.Scheduler
+	quota    float64
+	deadline time.Duration
+	// late counts frames answered after their deadline, by direction,
+	// and frames the count of late ones is over, for shedding.
+	lateIn, lateOut prometheus.Counter
+	late, frames    atomic.Int64
+
+	mu     sync.Mutex
+	routes map[string]*routeCost
+	// perCall is what the host spends on a call outside its plugins
+	// (socket, codec, scheduling), in cores: a moving average of the
+	// measured, math.Float64bits; prior until measureCalls run.
+	perCall atomic.Uint64
+	prior   float64
+	// live counts the calls whose route is known; the rest of s.active
+	// are priced as calls of the default route.
+	live atomic.Int64
+}
+
+// routeCost is what one route's calls cost: their plugin CPU, measured
+// per call over each sample interval.
+type routeCost struct {
+	name    string
+	calls   atomic.Int64
+	cpuNs   atomic.Int64
+	lastNs  int64
+	perCall atomic.Uint64 // cores per call, math.Float64bits
+	seconds prometheus.Counter
+}
+
+func newRealtime(opts Options, m *metrics) *realtime {
+	rt := &realtime{
+		quota:    opts.CallCPUShare,
+		deadline: opts.FrameDeadline,
+		prior:    opts.CallCostPrior,
+		routes:   map[string]*routeCost{},
+		lateIn:   m.framesLate.WithLabelValues(DirectionInbound),
+		lateOut:  m.framesLate.WithLabelValues(DirectionOutbound),
+	}
+	rt.perCall.Store(math.Float64bits(opts.CallCostPrior))
+	wait := m.schedWait
+	rt.sched = sched.New(sched.Options{Slots: opts.PluginSlots, OnWait: func(d time.Duration) {
+		if d > 0 {
+			wait.Observe(d.Seconds())
+		}
+	}})
+	return rt
+}
+
+// cost is the route's cost record, made on first use; metrics carries
+// voxhost_call_cpu_seconds.
+func (rt *realtime) cost(name string, m *metrics) *routeCost {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rc := rt.routes[name]
+	if rc == nil {
+		rc = &routeCost{name: name, seconds: m.callCPU.WithLabelValues(name)}
+		rt.routes[name] = rc
+	}
+	return rc
+}
+
+// sample folds one interval of the process's CPU (used over wall) into the
+// cost model, with active calls admitted.
+func (rt *realtime) sample(used, wall time.Duration, active int64) {
+	if wall <= 0 {
+		return
+	}
+	rt.mu.Lock()
+	var plugins float64
+	for _, rc := range rt.routes {
+		ns := rc.cpuNs.Load()
+		rate := float64(ns-rc.lastNs) / float64(wall)
+		rc.lastNs = ns
+		plugins += rate
+		if n := rc.calls.Load(); n > 0 {
+			ewma(&rc.perCall, rate/float64(n))
+		}
+	}
+	rt.mu.Unlock()
+	if active >= measureCalls {
+		host := max(float64(used)/float64(wall)-plugins, 0) / float64(active)
+		ewma(&rt.perCall, host)
+	}
+}
+
+// ewma moves an average held as float bits toward sample, as the CPU
+// marks do.
+func ewma(avg *atomic.Uint64, sample float64) {
+	old := math.Float64frombits(avg.Load())
+	avg.Store(math.Float64bits(old*(1-cpuSmoothing) + sample*cpuSmoothing))
+}
+
+// predicted is the CPU, in cores, that the active calls (and one more of
+// route next, when not nil) are predicted to use.
+func (rt *realtime) predicted(active int64, fallback, next *routeCost) float64 {
+	host := math.Float64frombits(rt.perCall.Load())
+	total := float64(active) * host
+	rt.mu.Lock()
+	for _, rc := range rt.routes {
+		total += float64(rc.calls.Load()) * rc.cost()
+	}
+	rt.mu.Unlock()
+	if pending := active - rt.live.Load(); pending > 0 && fallback != nil {
+		total += float64(pending) * fallback.cost()
+	}
+	if next != nil {
+		total += host + next.cost()
+	}
+	return total
+}
+
+func (rc *routeCost) cost() float64 { return math.Float64frombits(rc.perCall.Load()) }
+
+// admits says whether one more call of route name fits under the mark of
+// cores, or why not.
+func (s *Server) admits(name string) (string, bool) {
+	if s.cpu == nil || s.opts.CPUHighWater <= 0 {
+		return "", true
+	}
+	set := s.routes.Load()
+	if name == "" {
+		name = set.defaultName
+	}
+	next := s.rt.cost(name, s.metrics)
+	fallback := s.rt.cost(set.defaultName, s.metrics)
+	cores := float64(s.rt.sched.Slots())
+	limit := s.opts.CPUHighWater * cores
+	p := s.rt.predicted(s.active.Load(), fallback, next)
+	if p <= limit {
+		return "", true
+	}
+	return fmt.Sprintf("overloaded: the calls admitted are predicted to use %.0f%% of %d cores with this one (%.2f ms of CPU a second for a call of %s), past the limit of %s",
+		p/cores*100, int(cores), (math.Float64frombits(s.rt.perCall.Load())+next.cost())*1000, name, percent(s.opts.CPUHighWater)), false
+}
+
+// callCPU is a call's part of the scheduler: its account, and a lease for
+// each goroutine that runs its plugins.
+type callCPU struct {
+	acct    *sched.Call
+	in, out *sched.Lease
+	route   *routeCost
+}
+
+// openCPU opens the call's account on its route, before its pipelines are
+// made (their plugins yield through the leases).
+func (c *call) openCPU(route *Route) {
+	rt := c.s.rt
+	rc := rt.cost(route.Name, c.s.metrics)
+	rc.calls.Add(1)
+	rt.live.Add(1)
+	acct := rt.sched.NewCall(func(ns int64) {
+		rc.cpuNs.Add(ns)
+		rc.seconds.Add(float64(ns) / 1e9)
+	})
+	c.cpu = &callCPU{acct: acct, in: acct.NewLease(), out: acct.NewLease(), route: rc}
+}
+
+// closeCPU closes the account of a call that opened one.
+func (c *call) closeCPU() {
+	if c.cpu == nil {
+		return
+	}
+	c.cpu.acct.Close()
+	c.cpu.route.calls.Add(-1)
+	c.s.rt.live.Add(-1)
+}
+
+// onTime counts a frame answered at t against its deadline.
+func (rt *realtime) onTime(deadline int64, late prometheus.Counter) {
+	rt.frames.Add(1)
+	if sched.Now() > deadline {
+		rt.late.Add(1)
+		late.Inc()
+	}
+}
+
+// overQuota applies the route's policy to a call whose plugins used more
+// than their quota over the window, on the goroutine that runs ps (the
+// pipelines whose frame just ran, in the order their stages are tried);
+// false ends the call.
+func (c *call) overQuota(ps ...*pipeline.Pipeline) bool {
+	used := c.cpu.acct.Usage()
+	if used <= c.s.rt.quota {
+		return true
+	}
+	why := fmt.Sprintf("CPU quota: its plugins used %.0f%% of a core over the last %v, past the limit of %s (limits.call_cpu_share)",
+		used*100, sched.Window, percent(c.s.rt.quota))
+	if c.route.OverQuota == QuotaBypass {
+		untimed := false
+		for _, p := range ps {
+			if p == nil {
+				continue
+			}
+			if stage, _, ok := p.Costliest(); ok {
+				c.s.metrics.degraded.WithLabelValues(c.route.Name).Inc()
+				c.log.Warn("call over its CPU quota: bypassing its costliest plugin", "plugin", p.Stages()[stage].Name(), "reason", why)
+				p.Bypass(stage, errors.New(why))
+				c.cpu.acct.Forgive()
+				return true
+			}
+			untimed = untimed || canBypass(p)
+		}
+		if untimed {
+			return true // a stage is left but not timed yet: asked again after the next frame
+		}
+	}
+	c.s.metrics.shed.WithLabelValues(shedQuota).Inc()
+	c.log.Warn("call ended: over its CPU quota", "reason", why)
+	c.end(websocket.StatusPolicyViolation, why, "cpu_quota")
+	return false
+}
+
+// canBypass reports whether a stage is left that could be bypassed once
+// timed: one not bypassed yet that keeps the sample rate.
+func canBypass(p *pipeline.Pipeline) bool {
+	for i, s := range p.Stages() {
+		if !p.Bypassed(i) && s.InputRate() == s.OutputRate() {
+			return true
+		}
+	}
+	return false
+}
+
+// shedLate ends the costliest call (the most CPU over the window; of
+// equals, the newest) when more than shedLateShare of the frames since the
+// last look were late: the calls admitted no longer fit the cores.
+func (s *Server) shedLate() {
+	late, frames := s.rt.late.Swap(0), s.rt.frames.Swap(0)
+	if frames == 0 || float64(late) <= float64(frames)*shedLateShare {
+		return
+	}
+	s.mu.Lock()
+	var worst *call
+	var worstUse float64
+	for c := range s.calls {
+		if c.cpu == nil {
+			continue
+		}
+		use := c.cpu.acct.Usage()
+		if worst == nil || use > worstUse || use == worstUse && c.started.After(worst.started) {
+			worst, worstUse = c, use
+		}
+	}
+	s.mu.Unlock()
+	if worst == nil {
+		return
+	}
+	why := fmt.Sprintf("shed: %d of %d frames were late, and this call used the most CPU (%.1f%% of a core); try another host", late, frames, worstUse*100)
+	s.metrics.shed.WithLabelValues(shedLate).Inc()
+	worst.log.Warn("call shed: frames are late", "reason", why)
+	worst.end(websocket.StatusTryAgainLater, why, "shed")
+}
