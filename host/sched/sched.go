@@ -264,7 +264,8 @@ func (c *Call) add(ns int64) {
 
 // Yield is the plugin's budget tick, on the goroutine that holds the slot:
 // once the lease has held it for a quantum, and a more urgent lease waits
-// (within its share where this call is over it, or due earlier), the slot
+// (within its share and on time where this call is over its share or past
+// its deadline, or due earlier), the slot
 // goes to that lease and Yield returns when this one has it again, with
 // how long it waited. It returns 0 at once otherwise, and when the lease
 // holds no slot (set-up, which runs under its own gate).
@@ -277,7 +278,11 @@ func (l *Lease) Yield() time.Duration {
 	if t-l.heldSince < s.quantum {
 		return 0
 	}
-	over := l.call.Usage() > s.share()
+	// Work already past its deadline cannot be on time any more: it goes
+	// behind all work that still can, as work over its share does, so that
+	// one long frame does not make every frame queued behind it late too.
+	l.charge()
+	over := t > l.deadline || l.call.Usage() > s.share()
 	s.mu.Lock()
 	if len(s.waiting) == 0 || !s.waiting[0].before(over, l.deadline, ^uint64(0)) {
 		s.mu.Unlock()
@@ -285,7 +290,6 @@ func (l *Lease) Yield() time.Duration {
 		return 0
 	}
 	next := s.waiting.pop()
-	l.charge()
 	// Back in the queue with its deadline, behind what waits with the same.
 	l.over = over
 	waited := l.queue(next)

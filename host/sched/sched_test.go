@@ -145,14 +145,31 @@ func TestYieldKeepsTheSlotFromLaterDeadlines(t *testing.T) {
 	holder := s.NewCall(nil).NewLease()
 	later := s.NewCall(nil).NewLease()
 	base := Now()
-	holder.Acquire(base)
-	_, done := queueUp(t, s, []*Lease{later}, []int64{base + int64(time.Second)})
+	holder.Acquire(base + int64(time.Minute))
+	_, done := queueUp(t, s, []*Lease{later}, []int64{base + int64(2*time.Minute)})
 	for range 100 {
 		if w := holder.Yield(); w != 0 {
 			t.Fatalf("Yield gave the slot up (waited %v) to a call due later", w)
 		}
 	}
 	holder.Release()
+	done.Wait()
+}
+
+// TestYieldDemotesWorkPastItsDeadline: a holder whose work is already
+// late gives the slot to waiting work that can still be on time, even
+// work due later than it.
+func TestYieldDemotesWorkPastItsDeadline(t *testing.T) {
+	s := New(Options{Slots: 1, Quantum: time.Nanosecond})
+	late := s.NewCall(nil).NewLease()
+	onTime := s.NewCall(nil).NewLease()
+	base := Now()
+	late.Acquire(base - int64(time.Second))
+	_, done := queueUp(t, s, []*Lease{onTime}, []int64{base + int64(time.Minute)})
+	if w := late.Yield(); w == 0 {
+		t.Fatal("late work kept the slot from work that can be on time")
+	}
+	late.Release()
 	done.Wait()
 }
 

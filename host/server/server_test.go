@@ -65,6 +65,7 @@ func newHostOn(t testing.TB, rtOpts plugin.Options, pipelines map[string]string,
 type routeSpec struct {
 	inbound, outbound string
 	upstream          *server.Upstream
+	overQuota         server.QuotaPolicy
 }
 
 // newRoutesHost serves the given routes; the one named "main" is the
@@ -95,7 +96,7 @@ func newRoutesHost(t testing.TB, rtOpts plugin.Options, routes map[string]routeS
 	}
 	rs := map[string]*server.Route{}
 	for name, r := range routes {
-		rs[name] = &server.Route{Name: name, Inbound: define(name, r.inbound), Outbound: define(name+".outbound", r.outbound), Upstream: r.upstream}
+		rs[name] = &server.Route{Name: name, Inbound: define(name, r.inbound), Outbound: define(name+".outbound", r.outbound), Upstream: r.upstream, OverQuota: r.overQuota}
 	}
 	opts := server.Options{Runtime: rt, Routes: rs, DefaultRoute: "main", Logger: quietLogger()}
 	if tweak != nil {
