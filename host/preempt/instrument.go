@@ -225,10 +225,13 @@ func (m *module) helper(op uint32) uint32 {
 // which follows the tick's.
 func (m *module) helperType() uint32 { return m.types + 1 }
 
-// outgrown stops the rewrite when size bytes of output exceed maxOut.
+// outgrown stops the rewrite when size bytes of output exceed maxOut. The
+// error names no byte: no one instruction is at fault.
 func (m *module) outgrown(size int) {
-	(&reader{}).over("rewrite_factor", uint64(size), m.maxOut,
-		"bytes once instrumented (at most %d× the module's %d bytes, plus %d)", m.limits.RewriteFactor, m.size, rewriteSlack)
+	if uint64(size) > m.maxOut {
+		panic(failure{&LimitError{Limit: "rewrite_factor", Value: uint64(size), Max: m.maxOut,
+			What: fmt.Sprintf("bytes once instrumented (at most %d× the module's %d bytes, plus %d)", m.limits.RewriteFactor, m.size, rewriteSlack)}})
+	}
 }
 
 func (m *module) reserve(r *reader, err error) {
