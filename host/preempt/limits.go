@@ -77,7 +77,8 @@ var DefaultLimits = Limits{
 	DataBytes:      8 << 20,
 	ElementEntries: 1 << 17,
 	// The Go guest's largest function has 535 labels; a 64 KiB module of
-	// functions at this cap compiles in XXX.
+	// 16 functions at this cap compiles in 0.37 s of CPU and 35 MB, its
+	// time linear from here on (RATIONALE.md).
 	BranchTableEntries: 4096,
 	// The stock plugins and examples grow by 1.2× (the Go guest) to 1.9×;
 	// test modules of a few hundred bytes by up to 4.4×, within the slack.
