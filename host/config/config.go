@@ -415,6 +415,7 @@ func (l *PluginLimits) validate() error {
 		{"nesting", uint64(m.Nesting)}, {"tables", uint64(m.Tables)}, {"table_elements", m.TableElements},
 		{"globals", uint64(m.Globals)}, {"data_segments", uint64(m.DataSegments)},
 		{"data_bytes", m.DataBytes}, {"element_entries", m.ElementEntries},
+		{"branch_table_entries", m.BranchTableEntries}, {"rewrite_factor", uint64(m.RewriteFactor)},
 	} {
 		// Zero would read as "no module may have any", which is never
 		// meant: a plugin needs a function and code.

@@ -171,3 +171,50 @@ func TestClosedInstanceReleasesItsStack(t *testing.T) {
 	}
 	runtime.KeepAlive(in)
 }
+
+// abiPlugin is a plugin of one page whose vox_process(n) runs code (its
+// locals and instructions) and whose vox_buffer returns 1024.
+func abiPlugin(code []byte) []byte {
+	name := func(s string) []byte { return append(leb(uint64(len(s))), s...) }
+	fn := func(b []byte) []byte { return append(leb(uint64(len(b))), b...) }
+	return module(section(1, 2, []byte{0x60, 0, 0}, []byte{0x60, 1, 0x7f, 1, 0x7f}),
+		section(3, 3, []byte{0}, []byte{1}, []byte{1}),
+		section(5, 1, []byte{1, 1, 1}),
+		section(7, 4, append(name("memory"), 2, 0), append(name("voxhost_abi_v1"), 0, 0),
+			append(name("vox_buffer"), 0, 1), append(name("vox_process"), 0, 2)),
+		section(10, 3, fn([]byte{0, 0x0b}), fn([]byte{0, 0x41, 0x80, 0x08, 0x0b}), fn(code)))
+}
+
+// TestLoadingIsBoundedBySize: the two modules of issue 27's finding 4. A
+// 10 KB plugin of 1,000 memory.fills loads (its rewrite grew 14× and took
+// wazevo 2.9 s and 177 MB to compile; each fill now calls one helper);
+// one of a 300,000-label br_table, which wazevo takes minutes to compile,
+// is refused with the limit it breaks before wazero sees it.
+func TestLoadingIsBoundedBySize(t *testing.T) {
+	rt := newRuntime(t)
+	fills := []byte{0x00, 0x03, 0x40} // no locals; loop
+	for i := 0; i < 1000; i++ {
+		fills = append(fills, 0x41, 0x80, 0x20, 0x41, 0x00, 0x41, 0x10, 0xfc, 0x0b, 0x00) // fill 16 bytes at 4096
+	}
+	fills = append(fills, 0x0b, 0x20, 0x00, 0x0b)
+	p, err := rt.Load(context.Background(), "fills.wasm", abiPlugin(fills))
+	if err != nil {
+		t.Fatalf("1,000 fills: %v", err)
+	}
+	in, err := p.Instantiate(context.Background(), plugin.InstanceConfig{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(context.Background())
+	if n, err := in.Process(160); err != nil || n != 160 {
+		t.Fatalf("Process(160) = %d, %v", n, err)
+	}
+	table := []byte{0x00, 0x02, 0x40, 0x20, 0x00, 0x0e} // block; local.get 0; br_table
+	table = append(append(table, leb(299999)...), bytes.Repeat([]byte{0}, 300000)...)
+	table = append(table, 0x0b, 0x20, 0x00, 0x0b)
+	_, err = rt.Load(context.Background(), "brtable.wasm", abiPlugin(table))
+	var verr *plugin.ValidationError
+	if !errors.As(err, &verr) || !strings.Contains(err.Error(), "300000 br_table labels in function 2, over the host's limit of 4096 (plugin_limits.branch_table_entries)") {
+		t.Fatalf("300,000 labels: Load error = %v, want the branch_table_entries limit", err)
+	}
+}

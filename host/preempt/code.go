@@ -149,8 +149,9 @@ type emitter struct {
 	code []byte
 	from int
 	fuel int
-	// local is the fuel local (fuelLocal); a, b and n hold a bulk
-	// operation's operands, t a counted loop's trip count and charge.
+	// local is the fuel local (fuelLocal); n holds a table operation's
+	// count (charge), and a, b and n a bulk operation's operands in its
+	// helper (bulkHelper); t a counted loop's trip count and charge.
 	local, a, b, n, t uint32
 	// loops is what walk's first pass found out about each loop, in
 	// order, and next how many of them the second has passed.
@@ -483,16 +484,31 @@ const (
 )
 
 // bulk replaces the memory.copy or memory.fill spanning the input from
-// start to end by a loop that moves BulkChunk bytes at a time, charging
-// each chunk and refilling the fuel when it runs out. Its operands are
-// on the stack: (dst, src, n) or (dst, value, n). An operation that fits
-// in a chunk runs as it is. A larger one that would go out of bounds runs
-// as it is too, first, so that it traps before it writes anything, as the
-// original does; a copy whose destination lies above its source moves its
-// chunks from the end down, so that overlapping ranges copy as memmove.
+// start to end by a call to the module's helper for it (bulkHelper), which
+// takes the operands on the stack and the fuel, and returns the fuel. One
+// helper per module rather than its code at every operation: the chunked
+// operation is ~140 bytes where the original is 3, and wazevo compiles
+// each fill as a loop of its own, so a 10 KB module of 1,000 fills became
+// 144 KB that took 2.9 s and 177 MB to compile (RATIONALE.md, "Loading is
+// bounded by the module's size").
 func (e *emitter) bulk(start, end int, op uint32) {
 	e.copyTo(start)
 	e.from = end
+	b := e.getFuel(e.code)
+	b = appendU32(append(b, 0x10), e.m.helper(op)) // call $helper
+	e.code = e.setFuel(b)
+}
+
+// bulkHelper returns the body of the helper of bulk for op, of type
+// (a, b, n, fuel) -> fuel: it moves BulkChunk bytes at a time, charging
+// each chunk and calling the tick when the fuel runs out. An operation
+// that fits in a chunk runs as it is. A larger one that would go out of
+// bounds runs as it is too, first, so that it traps before it writes
+// anything, as the original does; a copy whose destination lies above its
+// source moves its chunks from the end down, so that overlapping ranges
+// copy as memmove.
+func (m *module) bulkHelper(op uint32) []byte {
+	e := &emitter{m: m, fuel: fuelLocal, a: 0, b: 1, n: 2, local: 3}
 	get := func(b []byte, local uint32) []byte { return appendU32(append(b, 0x20), local) }
 	set := func(b []byte, local uint32) []byte { return appendU32(append(b, 0x21), local) }
 	add := func(b []byte, local uint32, sign byte) []byte { // local ±= BulkChunk
@@ -532,7 +548,7 @@ func (e *emitter) bulk(start, end int, op uint32) {
 		return append(b, 0x0b, 0x0c, 0x00, 0x0b, 0x0b) // end; br 0; end; end
 	}
 
-	b := set(set(set(e.code, e.n), e.b), e.a)
+	b := []byte{0x00} // no locals but the parameters
 	b = get(b, e.n)
 	b = appendS32(append(b, 0x41), BulkChunk)
 	b = append(b, 0x4b, 0x04, 0x40) // i32.gt_u; if
@@ -567,7 +583,8 @@ func (e *emitter) bulk(start, end int, op uint32) {
 		b = append(b, 0x0b)
 	}
 	b = append(b, 0x0b) // end
-	e.code = operation(e.chargeBytes(b), whole)
+	b = operation(e.chargeBytes(b), whole)
+	return append(get(b, e.local), 0x0b) // the fuel; end
 }
 
 // chargeBytes subtracts from the fuel the bytes the last part of a
@@ -596,7 +613,6 @@ func (m *module) codeSection(s *section) []byte {
 	}
 	r.over("code_bytes", uint64(len(s.body)), uint64(m.limits.CodeBytes), "bytes of code")
 	out := make([]byte, 0, len(s.body)+len(s.body)/8+16)
-	out = appendU32(out, n)
 	var sc scratch
 	for i := uint32(0); i < n; i++ {
 		size := r.u32()
@@ -605,11 +621,16 @@ func (m *module) codeSection(s *section) []byte {
 		body := m.body(&reader{b: r.bytes(size), base: s.off + start}, m.funcImports+i, m.params[m.funcType[i]], &sc)
 		out = appendU32(out, uint32(len(body)))
 		out = append(out, body...)
+		m.outgrown(len(out)) // stop a rewrite that grows too much as soon as it does
 	}
 	if !r.done() {
 		r.fail("junk after the code section")
 	}
-	return out
+	for _, op := range m.helpers {
+		body := m.bulkHelper(op)
+		out = append(appendU32(out, uint32(len(body))), body...)
+	}
+	return append(appendU32(nil, n+uint32(len(m.helpers))), out...)
 }
 
 // bulkCost is what the instructions around a memory.copy or memory.fill
@@ -619,6 +640,7 @@ const bulkCost = 12
 // shape is what walk's first pass finds in a function.
 type shape struct {
 	top    region // the function's top level
+	labels uint64 // of its br_tables (Limits.BranchTableEntries)
 	loops  bool
 	bulk   bool // memory or table operations charged by their length
 	looped bool // a call from inside a loop
@@ -651,6 +673,7 @@ func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 	codeAt := r.pos
 
 	sh := m.walk(r, uint32(locals), sc, nil)
+	r.over("branch_table_entries", sh.labels, m.limits.BranchTableEntries, "br_table labels in function %d", index)
 	entry := sh.top.calls || sh.top.cost+sh.top.arms > LeafLimit
 	f := &sc.find
 	e := &emitter{m: m, src: r.b, code: sc.code[:0], from: codeAt, loops: f.loops, jumps: f.jumps, arms: f.arms}
@@ -667,8 +690,8 @@ func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 		e.local, added = uint32(locals), 1
 	}
 	if sh.bulk && e.fuel != stopFlag {
-		e.a, e.b, e.n = uint32(locals)+added, uint32(locals)+added+1, uint32(locals)+added+2
-		added += 3
+		e.n = uint32(locals) + added
+		added++
 	}
 	if e.fuel != stopFlag && slices.ContainsFunc(e.loops, func(l loopInfo) bool { return l.counts }) {
 		e.t = uint32(locals) + added
@@ -844,6 +867,7 @@ func (m *module) walk(r *reader, locals uint32, sc *scratch, e *emitter) (sh sha
 		case immBrTable:
 			out := false
 			n := r.u32()
+			sh.labels += uint64(n) + 1
 			labels := r.pos
 			var x uint32
 			opens := false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -130,9 +131,11 @@ func InstrumentConfig(wasm []byte, c Config) (out []byte, err error) {
 	}
 	m := &module{mode: c.Mode, refill: c.Refill, limits: limits}
 	(&reader{}).over("module_bytes", uint64(len(wasm)), uint64(limits.ModuleBytes), "bytes of module")
+	m.size, m.maxOut = len(wasm), uint64(limits.RewriteFactor)*uint64(len(wasm))+rewriteSlack
 	m.split(wasm)
 	m.survey()
 	out = m.emit(len(wasm))
+	m.outgrown(len(out))
 	if m.reserved != nil {
 		return nil, m.reserved
 	}
@@ -195,6 +198,40 @@ type module struct {
 	// reserved is the first use of a reserved name, reported once the
 	// whole module has been read.
 	reserved error
+	// helpers are the bulk operations (memoryFill, memoryCopy) that have a
+	// helper function (emitter.bulk), in the order of their indices, which
+	// follow the module's own functions. They are known once the code has
+	// been rewritten, after the type and function sections were written:
+	// emit splices the helpers' entries into those afterwards.
+	helpers []uint32
+	// size is the input's size in bytes, maxOut the most bytes the
+	// rewritten module may have (Limits.RewriteFactor).
+	size   int
+	maxOut uint64
+}
+
+// helper returns the function index of the helper for the bulk operation
+// op, which it adds on first use.
+func (m *module) helper(op uint32) uint32 {
+	i := slices.Index(m.helpers, op)
+	if i < 0 {
+		i = len(m.helpers)
+		m.helpers = append(m.helpers, op)
+	}
+	return m.funcImports + m.shift + m.funcs + uint32(i)
+}
+
+// helperType is the type index of the helpers, (i32 i32 i32 i32) -> (i32),
+// which follows the tick's.
+func (m *module) helperType() uint32 { return m.types + 1 }
+
+// outgrown stops the rewrite when size bytes of output exceed maxOut. The
+// error names no byte: no one instruction is at fault.
+func (m *module) outgrown(size int) {
+	if uint64(size) > m.maxOut {
+		panic(failure{&LimitError{Limit: "rewrite_factor", Value: uint64(size), Max: m.maxOut,
+			What: fmt.Sprintf("bytes once instrumented (at most %d× the module's %d bytes, plus %d)", m.limits.RewriteFactor, m.size, rewriteSlack)}})
+	}
 }
 
 func (m *module) reserve(r *reader, err error) {
@@ -324,12 +361,16 @@ func (m *module) emit(size int) []byte {
 	out := make([]byte, 0, size+size/8+64)
 	out = append(out, "\x00asm\x01\x00\x00\x00"...)
 	var done [14]bool
+	// Where the type and function sections were written, for the helpers.
+	var types, funcs [2]int
 	// add writes the sections this rewrite needs that the module lacks,
 	// before the first section that must follow them.
 	add := func(before int) {
 		if m.mode == Fuel && !done[secType] && before > rank[secType] {
 			done[secType] = true
+			types[0] = len(out)
 			out = m.section(out, secType, m.typeSection(nil))
+			types[1] = len(out)
 		}
 		if m.mode == Fuel && !done[secImport] && before > rank[secImport] {
 			done[secImport] = true
@@ -365,7 +406,13 @@ func (m *module) emit(size int) []byte {
 		done[s.id] = true
 		switch s.id {
 		case secType:
+			types[0] = len(out)
 			out = m.section(out, s.id, m.typeSection(s))
+			types[1] = len(out)
+		case secFunction:
+			funcs[0] = len(out)
+			out = m.section(out, s.id, s.body)
+			funcs[1] = len(out)
 		case secImport:
 			out = m.section(out, s.id, m.importSection(s))
 		case secGlobal:
@@ -401,7 +448,40 @@ func (m *module) emit(size int) []byte {
 	if m.byID[secCode] == nil && m.funcs > 0 {
 		(&reader{base: len(out)}).fail("%d functions declared but no code section", m.funcs)
 	}
+	if len(m.helpers) > 0 {
+		out = m.declareHelpers(out, types, funcs)
+	}
 	return out
+}
+
+// declareHelpers rewrites the type and function sections of out, at the
+// spans given, to declare the helpers the code section calls: their type
+// after the tick's, their functions after the module's own. Only a module
+// with bulk operations pays for them, and it pays once.
+func (m *module) declareHelpers(out []byte, types, funcs [2]int) []byte {
+	sig := []byte{0x60, 4, 0x7f, 0x7f, 0x7f, 0x7f, 1, 0x7f}
+	// The type section ends with the tick's type; its count goes up by one.
+	typeBody := appendU32(nil, m.types+2)
+	r := &reader{b: out[types[0]:types[1]]}
+	r.byte()
+	r.u32()
+	r.u32()
+	typeBody = append(append(typeBody, r.b[r.pos:]...), sig...)
+	funcBody := appendU32(nil, m.funcs+uint32(len(m.helpers)))
+	r = &reader{b: out[funcs[0]:funcs[1]]}
+	r.byte()
+	r.u32()
+	r.u32()
+	funcBody = append(funcBody, r.b[r.pos:]...)
+	for range m.helpers {
+		funcBody = appendU32(funcBody, m.helperType())
+	}
+	b := make([]byte, 0, len(out)+len(sig)+8)
+	b = append(b, out[:types[0]]...)
+	b = m.section(b, secType, typeBody)
+	b = append(b, out[types[1]:funcs[0]]...)
+	b = m.section(b, secFunction, funcBody)
+	return append(b, out[funcs[1]:]...)
 }
 
 func (m *module) section(out []byte, id byte, body []byte) []byte {

@@ -37,7 +37,25 @@ type Limits struct {
 	DataSegments   uint32 `json:"data_segments"`
 	DataBytes      uint64 `json:"data_bytes"`
 	ElementEntries uint64 `json:"element_entries"`
+	// BranchTableEntries caps the labels of the br_table instructions of
+	// one function, summed: wazevo compiles every label as a block of its
+	// own and adds it to its target's predecessors one by one, checking
+	// each against those before it, so a function's labels cost it time
+	// quadratic in their number and about 2.5 KB each (one table of
+	// 300,000 labels: 65 s and 800 MB).
+	BranchTableEntries uint64 `json:"branch_table_entries"`
+	// RewriteFactor caps the rewritten module at this many times the
+	// input's size, plus rewriteSlack for what even a tiny module gains
+	// (the tick, the fuel, the start export): what wazero compiles, and
+	// the time and memory that takes, stays proportional to what was
+	// uploaded.
+	RewriteFactor int `json:"rewrite_factor"`
 }
+
+// rewriteSlack is what a rewritten module may grow by beyond
+// Limits.RewriteFactor times its size: the declarations and checks a
+// module of a few hundred bytes gains are a large multiple of it.
+const rewriteSlack = 4096
 
 // DefaultLimits are about ten times what the largest plugin of this
 // repository needs (a Go guest: 2 MB of module, 1,332 functions, a 5,428
@@ -58,6 +76,13 @@ var DefaultLimits = Limits{
 	DataSegments:   200000,
 	DataBytes:      8 << 20,
 	ElementEntries: 1 << 17,
+	// The Go guest's largest function has 535 labels; a 64 KiB module of
+	// 16 functions at this cap compiles in 0.37 s of CPU and 35 MB, its
+	// time linear from here on (RATIONALE.md).
+	BranchTableEntries: 4096,
+	// The stock plugins and examples grow by 1.2× (the Go guest) to 1.9×;
+	// test modules of a few hundred bytes by up to 4.4×, within the slack.
+	RewriteFactor: 4,
 }
 
 // withDefaults fills the zero fields of l from DefaultLimits.
@@ -76,6 +101,8 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.DataSegments, d.DataSegments)
 	orDefault(&l.DataBytes, d.DataBytes)
 	orDefault(&l.ElementEntries, d.ElementEntries)
+	orDefault(&l.BranchTableEntries, d.BranchTableEntries)
+	orDefault(&l.RewriteFactor, d.RewriteFactor)
 	return l
 }
 
