@@ -9,9 +9,10 @@
 //
 // A slot is a right to run, not a goroutine: the call's own goroutine runs
 // its plugins once it holds one, so an uncontended frame pays two
-// lock-protected counter updates and two readings of the thread's CPU
-// clock, and no goroutine handoff (RATIONALE.md, "Real time between calls",
-// has the alternatives measured).
+// lock-protected counter updates and two readings of the monotonic clock,
+// and no goroutine handoff (RATIONALE.md, "Real time between calls", has
+// the alternatives measured). Work long enough to reach its plugin's
+// budget tick is charged in the thread's CPU time from there on.
 package sched
 
 import (
@@ -44,8 +45,8 @@ type Options struct {
 	Slots int
 	// Quantum is DefaultQuantum when 0.
 	Quantum time.Duration
-	// OnWait, if not nil, hears how long each acquisition waited for its
-	// slot (0 when one was free), for a histogram.
+	// OnWait, if not nil, hears how long each acquisition that found no
+	// slot free waited for one, for a histogram.
 	OnWait func(time.Duration)
 }
 
@@ -153,9 +154,16 @@ type Lease struct {
 	over     bool
 	seq      uint64
 
-	// Holding state.
+	// Holding state. A hold is charged in wall time (chargedTo) until
+	// its plugin's first budget tick, which comes only after 15 µs to 1 ms
+	// of plugin code; from there on in the thread's CPU time (cpuFrom),
+	// with the goroutine locked to its thread (onCPU). Most frames end
+	// before a tick and pay two readings of the monotonic clock, not two
+	// system calls.
 	holding   bool
 	heldSince int64
+	chargedTo int64
+	onCPU     bool
 	cpuFrom   time.Duration
 }
 
@@ -174,11 +182,20 @@ func Deadline(t time.Time) int64 { return int64(t.Sub(clockBase)) }
 func Now() int64 { return now() }
 
 // Acquire waits for a slot for work due by deadline (see Deadline) and
-// returns how long it waited. The goroutine stays on its thread until
-// Release, so that the CPU time charged is the thread's, of this call's
-// work only.
+// returns how long it waited.
 func (l *Lease) Acquire(deadline int64) time.Duration {
 	s := l.call.s
+	s.mu.Lock()
+	if s.free > 0 && len(s.waiting) == 0 {
+		s.free--
+		l.deadline, l.over = deadline, false
+		s.mu.Unlock()
+		s.acquired.Add(1)
+		l.hold()
+		return 0
+	}
+	s.mu.Unlock()
+	// Only work that queues needs its call's share: it orders the queue.
 	over := l.call.Usage() > s.share()
 	s.mu.Lock()
 	l.deadline, l.over = deadline, over
@@ -188,16 +205,19 @@ func (l *Lease) Acquire(deadline int64) time.Duration {
 		s.mu.Unlock()
 	} else {
 		waited = l.queue(nil)
+		if s.onWait != nil {
+			s.onWait(waited)
+		}
 	}
 	s.acquired.Add(1)
-	if s.onWait != nil {
-		s.onWait(waited)
-	}
-	runtime.LockOSThread()
+	l.hold()
+	return waited
+}
+
+func (l *Lease) hold() {
 	l.holding = true
 	l.heldSince = now()
-	l.cpuFrom = ThreadCPUTime()
-	return waited
+	l.chargedTo = l.heldSince
 }
 
 // queue puts the lease in the queue, with s.mu held, hands the slot to
@@ -222,11 +242,14 @@ func (l *Lease) queue(next *Lease) time.Duration {
 }
 
 // Release gives the slot back, to the most urgent waiting lease if any,
-// and charges the CPU time the thread used since Acquire.
+// and charges the time the work held it.
 func (l *Lease) Release() {
 	l.charge()
 	l.holding = false
-	runtime.UnlockOSThread()
+	if l.onCPU {
+		l.onCPU = false
+		runtime.UnlockOSThread()
+	}
 	s := l.call.s
 	s.mu.Lock()
 	if len(s.waiting) == 0 {
@@ -240,15 +263,31 @@ func (l *Lease) Release() {
 	next.wake <- struct{}{}
 }
 
-// charge adds the thread's CPU time since the slot was taken (or since the
-// last charge) to the call's account.
+// charge adds what the work used since the last charge to the call's
+// account: the thread's CPU time once counted in it, the wall time before.
 func (l *Lease) charge() {
-	cpu := ThreadCPUTime()
-	ns := int64(cpu - l.cpuFrom)
-	l.cpuFrom = cpu
+	var ns int64
+	if l.onCPU {
+		cpu := ThreadCPUTime()
+		ns = int64(cpu - l.cpuFrom)
+		l.cpuFrom = cpu
+	} else {
+		t := now()
+		ns = t - l.chargedTo
+		l.chargedTo = t
+	}
 	if ns > 0 {
 		l.call.add(ns)
 	}
+}
+
+// countCPU switches the hold to the thread's CPU time, charging the wall
+// time until now.
+func (l *Lease) countCPU() {
+	l.charge()
+	runtime.LockOSThread()
+	l.onCPU = true
+	l.cpuFrom = ThreadCPUTime()
 }
 
 func (c *Call) add(ns int64) {
@@ -270,8 +309,14 @@ func (c *Call) add(ns int64) {
 // how long it waited. It returns 0 at once otherwise, and when the lease
 // holds no slot (set-up, which runs under its own gate).
 func (l *Lease) Yield() time.Duration {
+	if !l.holding {
+		return 0
+	}
+	if !l.onCPU {
+		l.countCPU()
+	}
 	s := l.call.s
-	if !l.holding || s.nwait.Load() == 0 {
+	if s.nwait.Load() == 0 {
 		return 0
 	}
 	t := now()
@@ -293,6 +338,9 @@ func (l *Lease) Yield() time.Duration {
 	// Back in the queue with its deadline, behind what waits with the same.
 	l.over = over
 	waited := l.queue(next)
+	if s.onWait != nil {
+		s.onWait(waited)
+	}
 	l.heldSince = now()
 	l.cpuFrom = ThreadCPUTime()
 	return waited

@@ -207,11 +207,18 @@ func TestSlotsBoundConcurrency(t *testing.T) {
 	}
 }
 
-func TestChargesAreThreadCPUTime(t *testing.T) {
+// TestChargesAreThreadCPUTimeAfterATick: work that reached its plugin's
+// budget tick (Yield) is charged the thread's CPU time from there, and
+// the call's total is what was charged.
+func TestChargesAreThreadCPUTimeAfterATick(t *testing.T) {
 	var charged int64
 	s := New(Options{Slots: 1})
 	l := s.NewCall(func(ns int64) { charged += ns }).NewLease()
 	l.Acquire(Now())
+	l.Yield()
+	if !l.onCPU {
+		t.Fatal("the first tick did not switch the hold to the thread's CPU time")
+	}
 	// Burn CPU until the thread's clock shows 5 ms.
 	for start := ThreadCPUTime(); ThreadCPUTime()-start < 5*time.Millisecond; {
 	}
