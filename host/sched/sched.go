@@ -38,6 +38,12 @@ const bucketNs = int64(Window) / buckets
 // waits at most about this long (plus a tick interval, 15 µs to 1 ms).
 const DefaultQuantum = 500 * time.Microsecond
 
+// longDemotion is how many quanta one piece of work may run before it
+// waits behind work that has not: 2 ms at the default quantum, a hundred
+// times a frame of the stock DSP chain, an eighth of a frame that uses 16
+// ms of every 20.
+const longDemotion = 4
+
 // Options configure a Scheduler.
 type Options struct {
 	// Slots is how many calls may run plugin code at once; 0 means
@@ -162,6 +168,8 @@ type Lease struct {
 	// system calls.
 	holding   bool
 	heldSince int64
+	// started is when the work under way first took its slot.
+	started   int64
 	chargedTo int64
 	onCPU     bool
 	cpuFrom   time.Duration
@@ -217,7 +225,7 @@ func (l *Lease) Acquire(deadline int64) time.Duration {
 func (l *Lease) hold() {
 	l.holding = true
 	l.heldSince = now()
-	l.chargedTo = l.heldSince
+	l.started, l.chargedTo = l.heldSince, l.heldSince
 }
 
 // queue puts the lease in the queue, with s.mu held, hands the slot to
@@ -323,11 +331,13 @@ func (l *Lease) Yield() time.Duration {
 	if t-l.heldSince < s.quantum {
 		return 0
 	}
-	// Work already past its deadline cannot be on time any more: it goes
-	// behind all work that still can, as work over its share does, so that
-	// one long frame does not make every frame queued behind it late too.
+	// Work already past its deadline cannot be on time any more, and work
+	// that has run for longDemotion quanta is far longer than a frame's
+	// usual: either goes behind all work that still can be on time, as
+	// work over its share does, so that one long frame does not make every
+	// frame queued behind it late too.
 	l.charge()
-	over := t > l.deadline || l.call.Usage() > s.share()
+	over := t > l.deadline || t-l.started > longDemotion*s.quantum || l.call.Usage() > s.share()
 	s.mu.Lock()
 	if len(s.waiting) == 0 || !s.waiting[0].before(over, l.deadline, ^uint64(0)) {
 		s.mu.Unlock()

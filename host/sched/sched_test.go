@@ -141,16 +141,20 @@ func TestYieldHandsTheSlotToAnEarlierDeadline(t *testing.T) {
 // TestYieldKeepsTheSlotFromLaterDeadlines: a waiting call due later than
 // the holder does not take the slot from it.
 func TestYieldKeepsTheSlotFromLaterDeadlines(t *testing.T) {
-	s := New(Options{Slots: 1, Quantum: time.Nanosecond})
+	const quantum = 200 * time.Millisecond
+	s := New(Options{Slots: 1, Quantum: quantum})
 	holder := s.NewCall(nil).NewLease()
 	later := s.NewCall(nil).NewLease()
 	base := Now()
 	holder.Acquire(base + int64(time.Minute))
 	_, done := queueUp(t, s, []*Lease{later}, []int64{base + int64(2*time.Minute)})
-	for range 100 {
-		if w := holder.Yield(); w != 0 {
-			t.Fatalf("Yield gave the slot up (waited %v) to a call due later", w)
-		}
+	// Past one quantum, so that Yield compares, and short of the
+	// demotion of long work at four.
+	for Now()-holder.heldSince < int64(quantum) {
+		runtime.Gosched()
+	}
+	if w := holder.Yield(); w != 0 {
+		t.Fatalf("Yield gave the slot up (waited %v) to a call due later", w)
 	}
 	holder.Release()
 	done.Wait()
@@ -170,6 +174,24 @@ func TestYieldDemotesWorkPastItsDeadline(t *testing.T) {
 		t.Fatal("late work kept the slot from work that can be on time")
 	}
 	late.Release()
+	done.Wait()
+}
+
+// TestYieldDemotesLongWork: work that has held its slot for many quanta
+// gives it to waiting work due later than it, which has not.
+func TestYieldDemotesLongWork(t *testing.T) {
+	s := New(Options{Slots: 1, Quantum: time.Microsecond})
+	long := s.NewCall(nil).NewLease()
+	short := s.NewCall(nil).NewLease()
+	base := Now()
+	long.Acquire(base + int64(time.Minute))
+	_, done := queueUp(t, s, []*Lease{short}, []int64{base + int64(2*time.Minute)})
+	for Now()-long.started <= longDemotion*int64(time.Microsecond) {
+	}
+	if w := long.Yield(); w == 0 {
+		t.Fatal("work that ran for many quanta kept the slot from short work")
+	}
+	long.Release()
 	done.Wait()
 }
 
