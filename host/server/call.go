@@ -70,6 +70,8 @@ type call struct {
 	// cpu is the call's account and leases in the server's scheduler,
 	// from when its route is known.
 	cpu *callCPU
+	// cpuLive holds cpu too, for the sampler, which does not run the call.
+	cpuLive atomic.Pointer[callCPU]
 	// bot is the bot leg; nil for an echo. It is set while the call
 	// starts, before the bot reader and the playout exist; botLive holds
 	// it too, for the goroutines that do not run the call (the watchdog,

@@ -67,8 +67,14 @@ const (
 	// idle work (metrics, GC) would be charged to too few calls.
 	measureCalls = 16
 	// shedLateShare is the share of a sample interval's frames that may be
-	// late before the costliest call is shed.
-	shedLateShare = 0.01
+	// late before the costliest call is degraded; shedLateFrames the
+	// fewest frames an interval must have to judge by, and shedLateStreak
+	// how many intervals in a row must be late (300 ms at the default
+	// interval): a stray late frame, a garbage collection or one slow
+	// interval of a shared machine is not the calls' doing.
+	shedLateShare  = 0.01
+	shedLateFrames = 50
+	shedLateStreak = 3
 )
 
 // Reasons a call is shed or degraded, as voxhost_calls_shed_total counts
@@ -92,6 +98,12 @@ type realtime struct {
 	// and frames the count of late ones is over, for shedding.
 	lateIn, lateOut prometheus.Counter
 	late, frames    atomic.Int64
+	// lateStreak counts the sample intervals in a row with late frames
+	// and plugin work that waited for a slot; contended is the
+	// scheduler's count of waits at the last look. The sampler alone
+	// touches them.
+	lateStreak int
+	contended  int64
 
 	mu     sync.Mutex
 	routes map[string]*routeCost
@@ -228,6 +240,9 @@ type callCPU struct {
 	acct    *sched.Call
 	in, out *sched.Lease
 	route   *routeCost
+	// shed is set by the sampler (shedLate) to have the goroutine that
+	// runs the call's plugins degrade it by its route's policy.
+	shed atomic.Bool
 }
 
 // openCPU opens the call's account on its route, before its pipelines are
@@ -242,6 +257,7 @@ func (c *call) openCPU(route *Route) {
 		rc.seconds.Add(float64(ns) / 1e9)
 	})
 	c.cpu = &callCPU{acct: acct, in: acct.NewLease(), out: acct.NewLease(), route: rc}
+	c.cpuLive.Store(c.cpu)
 }
 
 // closeCPU closes the account of a call that opened one.
@@ -264,16 +280,22 @@ func (rt *realtime) onTime(deadline int64, late prometheus.Counter) {
 }
 
 // overQuota applies the route's policy to a call whose plugins used more
-// than their quota over the window, on the goroutine that runs ps (the
-// pipelines whose frame just ran, in the order their stages are tried);
-// false ends the call.
+// than their quota over the window, or that the sampler chose to shed, on
+// the goroutine that runs ps (the pipelines whose frame just ran, in the
+// order their stages are tried); false ends the call.
 func (c *call) overQuota(ps ...*pipeline.Pipeline) bool {
 	used := c.cpu.acct.Usage()
-	if used <= c.s.rt.quota {
+	reason, why := shedQuota, ""
+	switch {
+	case used > c.s.rt.quota:
+		why = fmt.Sprintf("CPU quota: its plugins used %.0f%% of a core over the last %v, past the limit of %s (limits.call_cpu_share)",
+			used*100, sched.Window, percent(c.s.rt.quota))
+	case c.cpu.shed.Load():
+		reason = shedLate
+		why = fmt.Sprintf("shed: frames were late, and its plugins used the most CPU (%.1f%% of a core over the last %v)", used*100, sched.Window)
+	default:
 		return true
 	}
-	why := fmt.Sprintf("CPU quota: its plugins used %.0f%% of a core over the last %v, past the limit of %s (limits.call_cpu_share)",
-		used*100, sched.Window, percent(c.s.rt.quota))
 	if c.route.OverQuota == QuotaBypass {
 		untimed := false
 		for _, p := range ps {
@@ -282,9 +304,10 @@ func (c *call) overQuota(ps ...*pipeline.Pipeline) bool {
 			}
 			if stage, _, ok := p.Costliest(); ok {
 				c.s.metrics.degraded.WithLabelValues(c.route.Name).Inc()
-				c.log.Warn("call over its CPU quota: bypassing its costliest plugin", "plugin", p.Stages()[stage].Name(), "reason", why)
+				c.log.Warn("bypassing the call's costliest plugin", "plugin", p.Stages()[stage].Name(), "reason", why)
 				p.Bypass(stage, errors.New(why))
 				c.cpu.acct.Forgive()
+				c.cpu.shed.Store(false)
 				return true
 			}
 			untimed = untimed || canBypass(p)
@@ -293,9 +316,13 @@ func (c *call) overQuota(ps ...*pipeline.Pipeline) bool {
 			return true // a stage is left but not timed yet: asked again after the next frame
 		}
 	}
-	c.s.metrics.shed.WithLabelValues(shedQuota).Inc()
-	c.log.Warn("call ended: over its CPU quota", "reason", why)
-	c.end(websocket.StatusPolicyViolation, why, "cpu_quota")
+	c.s.metrics.shed.WithLabelValues(reason).Inc()
+	c.log.Warn("call ended", "reason", why)
+	if reason == shedLate {
+		c.end(websocket.StatusTryAgainLater, why+"; try another host", "shed")
+	} else {
+		c.end(websocket.StatusPolicyViolation, why, "cpu_quota")
+	}
 	return false
 }
 
@@ -310,32 +337,44 @@ func canBypass(p *pipeline.Pipeline) bool {
 	return false
 }
 
-// shedLate ends the costliest call (the most CPU over the window; of
-// equals, the newest) when more than shedLateShare of the frames since the
-// last look were late: the calls admitted no longer fit the cores.
+// shedLate marks the costliest call (the most plugin CPU over the window;
+// of equals, the newest) to be degraded by its route's policy when, for
+// shedLateStreak intervals in a row, more than shedLateShare of the frames
+// were late while plugin work waited for a slot: the calls admitted want
+// more of the cores than there are. Lateness without waiting plugin work
+// (a neighbour process, the sockets) is not the plugins' doing, and a call
+// within its fair share is not the one to cut.
 func (s *Server) shedLate() {
-	late, frames := s.rt.late.Swap(0), s.rt.frames.Swap(0)
-	if frames == 0 || float64(late) <= float64(frames)*shedLateShare {
+	rt := s.rt
+	late, frames := rt.late.Swap(0), rt.frames.Swap(0)
+	contended := rt.sched.Stats().Contended
+	waited := contended > rt.contended
+	rt.contended = contended
+	if frames < shedLateFrames || float64(late) <= float64(frames)*shedLateShare || !waited {
+		rt.lateStreak = 0
 		return
 	}
+	if rt.lateStreak++; rt.lateStreak < shedLateStreak {
+		return
+	}
+	rt.lateStreak = 0
 	s.mu.Lock()
-	var worst *call
+	var worst *callCPU
 	var worstUse float64
+	var worstStart time.Time
 	for c := range s.calls {
-		if c.cpu == nil {
+		cpu := c.cpuLive.Load()
+		if cpu == nil {
 			continue
 		}
-		use := c.cpu.acct.Usage()
-		if worst == nil || use > worstUse || use == worstUse && c.started.After(worst.started) {
-			worst, worstUse = c, use
+		use := cpu.acct.Usage()
+		if worst == nil || use > worstUse || use == worstUse && c.started.After(worstStart) {
+			worst, worstUse, worstStart = cpu, use, c.started
 		}
 	}
+	share := float64(rt.sched.Slots()) / float64(max(len(s.calls), 1))
 	s.mu.Unlock()
-	if worst == nil {
-		return
+	if worst != nil && worstUse > share {
+		worst.shed.Store(true)
 	}
-	why := fmt.Sprintf("shed: %d of %d frames were late, and this call used the most CPU (%.1f%% of a core); try another host", late, frames, worstUse*100)
-	s.metrics.shed.WithLabelValues(shedLate).Inc()
-	worst.log.Warn("call shed: frames are late", "reason", why)
-	worst.end(websocket.StatusTryAgainLater, why, "shed")
 }
