@@ -27,28 +27,14 @@ import (
 	"github.com/voxhost/voxhost/host/admin"
 	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
 const token = "admin-secret"
 
 // logBuffer collects a host's log lines; tests look for the ones an
 // operator would.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ hosttest.LogBuffer }
 
 // count counts the log lines that contain every one of parts.
 func (b *logBuffer) count(parts ...string) int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,31 +80,34 @@ type botLeg struct {
 }
 
 // connectBot dials the route's bot. A bot that cannot be reached ends the
-// call, or with on_failure: echo leaves it an echo.
+// call, or with on_failure: echo leaves it an echo. The caller is told only
+// that the bot cannot be reached: why (refused, a timeout, an HTTP status)
+// would let a caller map the bot's network, and the log has it.
 func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 	s := c.s
 	timeout := u.ConnectTimeout
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
-	url := transport.ExpandURL(u.URL, info)
-	t0 := time.Now()
-	dctx, cancel := context.WithTimeout(context.Background(), timeout)
-	conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPHeader: u.Header, Subprotocols: transport.SubprotocolsOf(u.Dialect)})
-	cancel()
 	name := u.Dialect.Name()
+	t0 := time.Now()
+	dialled, err := transport.ExpandURL(u.URL, info)
+	var conn *websocket.Conn
+	var why, reason string
 	if err != nil {
-		why, reason := dialFailure(err, resp, timeout)
+		why, reason = "unsafe_url", err.Error()
+		dialled = u.URL // the template, for the log: never the caller's values
+	} else {
+		conn, why, reason = dialBot(u, dialled, timeout)
+	}
+	if conn == nil {
 		s.metrics.upstreamFailures.WithLabelValues(name, why).Inc()
-		if resp != nil && resp.Body != nil {
-			_ = resp.Body.Close()
-		}
 		if u.OnFailure == FailEcho {
-			c.log.Warn("bot unreachable: the call goes on as an echo", "upstream", redactURL(url), "reason", reason)
+			c.log.Warn("bot unreachable: the call goes on as an echo", "upstream", redactURL(dialled), "reason", reason)
 			return nil
 		}
-		c.log.Warn("bot unreachable", "upstream", redactURL(url), "reason", reason)
-		c.end(websocket.StatusTryAgainLater, "the voice bot cannot be reached: "+reason, "bot_unreachable")
+		c.log.Warn("bot unreachable", "upstream", redactURL(dialled), "reason", reason)
+		c.end(websocket.StatusTryAgainLater, botUnreachable, "bot_unreachable")
 		return errors.New(reason)
 	}
 	s.metrics.upstreamConnect.WithLabelValues(name).Observe(time.Since(t0).Seconds())
@@ -147,13 +151,84 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 	return nil
 }
 
-// redactURL drops the query string from a bot's URL for logs: it may carry
-// a token.
-func redactURL(raw string) string {
-	if base, _, ok := strings.Cut(raw, "?"); ok {
-		return base + "?…"
+// botUnreachable is all a caller learns of a bot dial that failed.
+const botUnreachable = "the voice bot cannot be reached"
+
+// errBotRedirect stops a bot dial at a redirect: following it would send
+// the route's headers, its credentials, wherever the answer points.
+var errBotRedirect = errors.New("the bot answered the handshake with a redirect, which voxhost does not follow; point upstream.url at the final address")
+
+// errBotHost refuses a handshake request to a host other than the one the
+// route's URL names (defence in depth: ExpandURL already checks).
+var errBotHost = errors.New("refused to send the handshake to a host the route's upstream url does not name")
+
+// dialBot dials the filled URL of u, or says why it failed as a metric
+// label and in words for the log, with the URL's secrets redacted.
+func dialBot(u *Upstream, dialled string, timeout time.Duration) (*websocket.Conn, string, string) {
+	target, err := url.Parse(dialled)
+	if err != nil {
+		return nil, "unsafe_url", "the filled upstream url does not parse"
 	}
-	return raw
+	client := &http.Client{
+		Transport:     pinnedTransport{host: target.Host, base: http.DefaultTransport},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return errBotRedirect },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, dialled, &websocket.DialOptions{HTTPClient: client, HTTPHeader: u.Header, Subprotocols: transport.SubprotocolsOf(u.Dialect)})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		why, reason := dialFailure(err, resp, timeout)
+		return nil, why, redactIn(reason, target)
+	}
+	return conn, "", ""
+}
+
+// pinnedTransport sends requests to one host only.
+type pinnedTransport struct {
+	host string
+	base http.RoundTripper
+}
+
+// RoundTrip sends r if it goes to the pinned host.
+func (p pinnedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(r.URL.Host, p.host) {
+		return nil, errBotHost
+	}
+	return p.base.RoundTrip(r)
+}
+
+// redactURL shows a bot's URL in logs without what may be a secret: the
+// userinfo and the query.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparseable url)"
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
+}
+
+// redactIn removes the secrets redactURL hides from a message about a dial
+// of u, whatever library wrote the message. Each is matched with the
+// delimiter before or after it, so that a short one ("?k") cannot mangle
+// the words around it.
+func redactIn(msg string, u *url.URL) string {
+	if u.RawQuery != "" {
+		msg = strings.ReplaceAll(msg, "?"+u.RawQuery, "?…")
+	}
+	if u.User != nil {
+		msg = strings.ReplaceAll(msg, u.User.String()+"@", "redacted@")
+	}
+	return msg
 }
 
 // run starts the bot leg's goroutines: the bot reader and the playout.
@@ -182,7 +257,9 @@ func (b *botLeg) writeLocked(typ transport.MessageType, msg []byte) bool {
 	err := b.conn.Write(ctx, websocket.MessageType(typ), msg)
 	b.writes.end()
 	if err != nil && !b.hungUp.Load() {
-		b.failed("closed", "the bot's connection failed: "+err.Error())
+		// The caller hears no more than that: the error names the bot's
+		// address, which is the operator's business (the log has it).
+		b.failed("closed", "the voice bot's connection failed", err)
 		return false
 	}
 	return true
@@ -222,15 +299,20 @@ func (b *botLeg) callerPlayed(name string) {
 }
 
 // failed ends the call because its bot leg failed: why labels
-// voxhost_upstream_failures_total, reason tells the caller.
-func (b *botLeg) failed(why, reason string) {
+// voxhost_upstream_failures_total, reason tells the caller, err (when not
+// nil) tells the log only.
+func (b *botLeg) failed(why, reason string, err error) {
 	select {
 	case <-b.c.done:
 		return // the call was ending anyway
 	default:
 	}
 	b.c.s.metrics.upstreamFailures.WithLabelValues(b.u.Dialect.Name(), why).Inc()
-	b.c.log.Warn("bot leg failed", "reason", reason)
+	if err != nil {
+		b.c.log.Warn("bot leg failed", "reason", reason, "err", err)
+	} else {
+		b.c.log.Warn("bot leg failed", "reason", reason)
+	}
 	b.c.end(websocket.StatusInternalError, reason, "bot_"+why)
 }
 
@@ -279,7 +361,7 @@ func (b *botLeg) read() {
 		t0 := b.timer.start()
 		if err := b.sess.Decode(transport.MessageType(typ), msg, &b.msg); err != nil {
 			c.log.Info("malformed message from the bot", "err", err)
-			b.failed("malformed", "the voice bot sent a malformed message: "+err.Error())
+			b.failed("malformed", "the voice bot sent a malformed message: "+err.Error(), nil)
 			return
 		}
 		switch b.msg.Kind {
@@ -315,7 +397,7 @@ func (b *botLeg) readFailed(err error) {
 	}
 	switch {
 	case errors.Is(err, errTooBig):
-		b.failed("malformed", fmt.Sprintf("the voice bot sent a message over %d bytes", b.c.s.botMessageBytes()))
+		b.failed("malformed", fmt.Sprintf("the voice bot sent a message over %d bytes", b.c.s.botMessageBytes()), nil)
 	case websocket.CloseStatus(err) == websocket.StatusNormalClosure || websocket.CloseStatus(err) == websocket.StatusGoingAway:
 		b.hangUp("the bot ended the call")
 	default:
@@ -470,7 +552,12 @@ func (c *call) bargeIn(source string) {
 // error, or another network failure.
 func dialFailure(err error, resp *http.Response, timeout time.Duration) (string, string) {
 	var opErr *net.OpError
+	var urlErr *url.Error
 	switch {
+	case errors.Is(err, errBotRedirect):
+		return "redirect", errBotRedirect.Error()
+	case errors.Is(err, errBotHost):
+		return "unsafe_url", errBotHost.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "connect_timeout", fmt.Sprintf("no answer within %v", timeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -479,6 +566,8 @@ func dialFailure(err error, resp *http.Response, timeout time.Duration) (string,
 		return "handshake", "the bot refused the WebSocket handshake: HTTP " + resp.Status
 	case errors.As(err, &opErr):
 		return "unreachable", opErr.Err.Error()
+	case errors.As(err, &urlErr):
+		return "unreachable", urlErr.Err.Error() // its URL is the bot's, query and all
 	}
 	return "unreachable", err.Error()
 }

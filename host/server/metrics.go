@@ -145,7 +145,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	}, []string{"protocol"})
 	m.upstreamFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_upstream_failures_total",
-		Help: "Bot legs that failed, by upstream protocol and reason (connect_timeout, refused, handshake, closed, stalled, malformed).",
+		Help: "Bot legs that failed, by upstream protocol and reason (connect_timeout, refused, handshake, redirect, unsafe_url, unreachable, closed, stalled, malformed).",
 	}, []string{"protocol", "reason"})
 	m.relayFrame = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "voxhost_relay_frame_seconds",

@@ -512,23 +512,24 @@ func TestRelayFailures(t *testing.T) {
 		url     func(t *testing.T) string
 		timeout time.Duration
 		code    websocket.StatusCode
-		reason  string
+		reason  string // what the caller hears
 		outcome string
+		why     string // voxhost_upstream_failures_total's reason; the log says it in words
 	}{
-		{"refused", closedPort, 0, websocket.StatusTryAgainLater, "connection refused", "bot_unreachable"},
-		{"slow to answer", silentListener, 200 * time.Millisecond, websocket.StatusTryAgainLater, "no answer within 200ms", "bot_unreachable"},
+		{"refused", closedPort, 0, websocket.StatusTryAgainLater, botUnreachable, "bot_unreachable", "refused"},
+		{"slow to answer", silentListener, 200 * time.Millisecond, websocket.StatusTryAgainLater, botUnreachable, "bot_unreachable", "connect_timeout"},
 		{"handshake refused", func(t *testing.T) string {
 			l := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusForbidden) }))
 			t.Cleanup(l.Close)
 			return "ws" + strings.TrimPrefix(l.URL, "http")
-		}, 0, websocket.StatusTryAgainLater, "HTTP 403", "bot_unreachable"},
+		}, 0, websocket.StatusTryAgainLater, botUnreachable, "bot_unreachable", "handshake"},
 		{"malformed", func(t *testing.T) string {
 			return startBot(t, func(conn *gorilla.Conn) {
 				conn.ReadMessage()
 				conn.WriteMessage(gorilla.TextMessage, []byte(`{"event":"media","media":{"payload":"!!"}}`))
 				conn.ReadMessage()
 			}).url
-		}, 0, websocket.StatusInternalError, "malformed message", "bot_malformed"},
+		}, 0, websocket.StatusInternalError, "malformed message", "bot_malformed", "malformed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := upstream(t, tc.url(t), "twilio")
@@ -545,6 +546,7 @@ func TestRelayFailures(t *testing.T) {
 				t.Fatalf("the caller's call ended with %v, want %v with %q", err, tc.code, tc.reason)
 			}
 			assertMetric(t, h, fmt.Sprintf(`voxhost_calls_total{outcome=%q,protocol="twilio"} 1`, tc.outcome))
+			assertMetric(t, h, fmt.Sprintf(`voxhost_upstream_failures_total{protocol="twilio",reason=%q} 1`, tc.why))
 		})
 	}
 

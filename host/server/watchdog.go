@@ -89,7 +89,7 @@ func (w *watchdog) tick() {
 		return
 	}
 	if b := c.botLive.Load(); b != nil && w.bot.observe(&b.writes, w.period) >= opts.StallTimeout {
-		b.failed("stalled", fmt.Sprintf("the bot took no message for %v", opts.StallTimeout))
+		b.failed("stalled", fmt.Sprintf("the bot took no message for %v", opts.StallTimeout), nil)
 		return
 	}
 	w.timer.Reset(w.period)

@@ -5,12 +5,14 @@
 package hosttest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/voxhost/voxhost/host/catalog"
@@ -18,6 +20,27 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 )
+
+// LogBuffer collects a host's log lines (an io.Writer for a slog handler)
+// for a test to search; the host writes from many goroutines.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // Catalog starts a runtime with no disk cache, whose plugins' log lines are
 // discarded (bad-config tests make plugins log errors), and a catalog over
