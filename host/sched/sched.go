@@ -2,10 +2,11 @@
 // into WebAssembly) runs in one of a bounded number of slots, about the
 // cores Go has, taken earliest deadline first, with each call's CPU time
 // accounted over a sliding window. A call that used more than its fair
-// share of the cores over the window waits behind every call that did not,
-// and a call that holds a slot past a quantum while a more urgent call
-// waits gives the slot up at the next budget tick of its plugin (Yield):
-// no call keeps the cores while another misses its deadline.
+// share of the cores over the window waits behind the calls that did not
+// (for up to DemotionPenalty), and a call that holds a slot past a quantum
+// while a more urgent call waits gives the slot up at the next budget tick
+// of its plugin (Yield): no call keeps the cores while another misses its
+// deadline.
 //
 // A slot is a right to run, not a goroutine: the call's own goroutine runs
 // its plugins once it holds one, so an uncontended frame pays two
@@ -37,6 +38,16 @@ const bucketNs = int64(Window) / buckets
 // It is a tenth of a 5 ms frame budget: a healthy call behind a heavy one
 // waits at most about this long (plus a tick interval, 15 µs to 1 ms).
 const DefaultQuantum = 500 * time.Microsecond
+
+// DemotionPenalty is how much later than its deadline (or than now, for
+// work already late) demoted work is queued: work of a call over its fair
+// share, and work that is late or has run for longDemotion quanta. It
+// waits behind all other work due up to 100 ms after it — five frames —
+// and no longer: a strict
+// priority starved a call that a busy machine's descheduling had pushed
+// over its share, behind a queue that never emptied (200 calls on two
+// slots under the race detector, some of whose frames waited 10 s).
+const DemotionPenalty = 100 * time.Millisecond
 
 // longDemotion is how many quanta one piece of work may run before it
 // waits behind work that has not: 2 ms at the default quantum, a hundred
@@ -155,9 +166,11 @@ type Lease struct {
 	call *Call
 	wake chan struct{}
 
-	// Queue state, under s.mu.
+	// Queue state, under s.mu: the work's deadline, and its key in the
+	// queue, the deadline pushed back by DemotionPenalty for work that is
+	// demoted (over its call's share, late or long).
 	deadline int64
-	over     bool
+	key      int64
 	seq      uint64
 
 	// Holding state. A hold is charged in wall time (chargedTo) until
@@ -196,7 +209,7 @@ func (l *Lease) Acquire(deadline int64) time.Duration {
 	s.mu.Lock()
 	if s.free > 0 && len(s.waiting) == 0 {
 		s.free--
-		l.deadline, l.over = deadline, false
+		l.deadline = deadline
 		s.mu.Unlock()
 		s.acquired.Add(1)
 		l.hold()
@@ -204,9 +217,12 @@ func (l *Lease) Acquire(deadline int64) time.Duration {
 	}
 	s.mu.Unlock()
 	// Only work that queues needs its call's share: it orders the queue.
-	over := l.call.Usage() > s.share()
+	key := deadline
+	if l.call.Usage() > s.share() {
+		key += int64(DemotionPenalty)
+	}
 	s.mu.Lock()
-	l.deadline, l.over = deadline, over
+	l.deadline, l.key = deadline, key
 	var waited time.Duration
 	if s.free > 0 && len(s.waiting) == 0 {
 		s.free--
@@ -337,16 +353,19 @@ func (l *Lease) Yield() time.Duration {
 	// work over its share does, so that one long frame does not make every
 	// frame queued behind it late too.
 	l.charge()
-	over := t > l.deadline || t-l.started > longDemotion*s.quantum || l.call.Usage() > s.share()
+	key := l.deadline
+	if t > l.deadline || t-l.started > longDemotion*s.quantum || l.call.Usage() > s.share() {
+		key = max(l.deadline, t) + int64(DemotionPenalty)
+	}
 	s.mu.Lock()
-	if len(s.waiting) == 0 || !s.waiting[0].before(over, l.deadline, ^uint64(0)) {
+	if len(s.waiting) == 0 || !s.waiting[0].before(key, ^uint64(0)) {
 		s.mu.Unlock()
 		l.heldSince = t // not again until another quantum has passed
 		return 0
 	}
 	next := s.waiting.pop()
 	// Back in the queue with its deadline, behind what waits with the same.
-	l.over = over
+	l.key = key
 	waited := l.queue(next)
 	if s.onWait != nil {
 		s.onWait(waited)
@@ -398,14 +417,10 @@ func (c *Call) rotate(t int64) {
 	c.epoch = e
 }
 
-// before orders waiting leases: within their call's share before over it,
-// then earliest deadline, then first come.
-func (l *Lease) before(over bool, deadline int64, seq uint64) bool {
-	if l.over != over {
-		return !l.over
-	}
-	if l.deadline != deadline {
-		return l.deadline < deadline
+// before orders waiting leases by key (earliest first), then first come.
+func (l *Lease) before(key int64, seq uint64) bool {
+	if l.key != key {
+		return l.key < key
 	}
 	return l.seq < seq
 }
@@ -414,7 +429,7 @@ func (l *Lease) before(over bool, deadline int64, seq uint64) bool {
 // (not container/heap) so that pushing and popping box nothing.
 type waitHeap []*Lease
 
-func (h waitHeap) less(i, j int) bool { return h[i].before(h[j].over, h[j].deadline, h[j].seq) }
+func (h waitHeap) less(i, j int) bool { return h[i].before(h[j].key, h[j].seq) }
 
 func (h *waitHeap) push(l *Lease) {
 	*h = append(*h, l)

@@ -162,14 +162,14 @@ func TestYieldKeepsTheSlotFromLaterDeadlines(t *testing.T) {
 
 // TestYieldDemotesWorkPastItsDeadline: a holder whose work is already
 // late gives the slot to waiting work that can still be on time, even
-// work due later than it.
+// work due later than it (within DemotionPenalty).
 func TestYieldDemotesWorkPastItsDeadline(t *testing.T) {
 	s := New(Options{Slots: 1, Quantum: time.Nanosecond})
 	late := s.NewCall(nil).NewLease()
 	onTime := s.NewCall(nil).NewLease()
 	base := Now()
 	late.Acquire(base - int64(time.Second))
-	_, done := queueUp(t, s, []*Lease{onTime}, []int64{base + int64(time.Minute)})
+	_, done := queueUp(t, s, []*Lease{onTime}, []int64{base + int64(DemotionPenalty/2)})
 	if w := late.Yield(); w == 0 {
 		t.Fatal("late work kept the slot from work that can be on time")
 	}
@@ -178,14 +178,15 @@ func TestYieldDemotesWorkPastItsDeadline(t *testing.T) {
 }
 
 // TestYieldDemotesLongWork: work that has held its slot for many quanta
-// gives it to waiting work due later than it, which has not.
+// gives it to waiting work due later than it (within DemotionPenalty),
+// which has not.
 func TestYieldDemotesLongWork(t *testing.T) {
 	s := New(Options{Slots: 1, Quantum: time.Microsecond})
 	long := s.NewCall(nil).NewLease()
 	short := s.NewCall(nil).NewLease()
 	base := Now()
-	long.Acquire(base + int64(time.Minute))
-	_, done := queueUp(t, s, []*Lease{short}, []int64{base + int64(2*time.Minute)})
+	long.Acquire(base + int64(DemotionPenalty/10))
+	_, done := queueUp(t, s, []*Lease{short}, []int64{base + int64(DemotionPenalty/2)})
 	for Now()-long.started <= longDemotion*int64(time.Microsecond) {
 	}
 	if w := long.Yield(); w == 0 {
@@ -193,6 +194,24 @@ func TestYieldDemotesLongWork(t *testing.T) {
 	}
 	long.Release()
 	done.Wait()
+}
+
+// TestDemotedWorkIsNotStarved: work of a call over its share waits behind
+// work due up to DemotionPenalty after it, not behind work due later.
+func TestDemotedWorkIsNotStarved(t *testing.T) {
+	s := New(Options{Slots: 1})
+	holder := s.NewCall(nil).NewLease()
+	holder.Acquire(Now())
+	heavy := s.NewCall(nil)
+	heavy.add(int64(900 * time.Millisecond))
+	base := Now() + int64(time.Minute)
+	order, done := queueUp(t, s, []*Lease{heavy.NewLease(), s.NewCall(nil).NewLease(), s.NewCall(nil).NewLease()},
+		[]int64{base, base + int64(DemotionPenalty/2), base + 2*int64(DemotionPenalty)})
+	holder.Release()
+	done.Wait()
+	if got, want := order(), []int{1, 0, 2}; !slices.Equal(got, want) {
+		t.Fatalf("slot went to %v (0 over its share), want %v", got, want)
+	}
 }
 
 func TestSlotsBoundConcurrency(t *testing.T) {
