@@ -92,6 +92,12 @@ func serveCommand() *cli.Command {
 				}
 				if a := h.AdminAddr(); a != nil {
 					fmt.Fprintf(os.Stderr, "voxhost: admin API on http://%s (GET /plugins, PUT|DELETE /plugins/NAME, GET /pipelines, POST /reload)\n", hostPort(a))
+					if tok := h.AdminToken(); tok != "" {
+						// Printed here, not logged: log lines are shipped and
+						// kept, and the token is this terminal's.
+						fmt.Fprintf(os.Stderr, "voxhost: admin token for this run (no admin.tokens set): %s\n"+
+							"voxhost: console at http://%s/console/ — curl -H \"Authorization: Bearer %s\" http://%s/plugins\n", tok, hostPort(a), tok, hostPort(a))
+					}
 				}
 			})
 		},

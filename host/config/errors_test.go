@@ -28,7 +28,7 @@ func TestErrors(t *testing.T) {
 		{"second document", "listen: ':1'\n---\nlisten: ':2'\n", "voxhost.yaml:3:1: ", "a second YAML document"},
 
 		// Unknown keys.
-		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, audiosocket, auth, cache_dir, console, default_pipeline, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir)`},
+		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, allowed_hosts, audiosocket, auth, cache_dir, console, default_pipeline, http, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir)`},
 		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, ready_high_water, ready_low_water, setup_wait, stall_timeout)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
 		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: budget_ms, config, on_error, plugin)`},
@@ -83,7 +83,7 @@ func TestErrors(t *testing.T) {
 		{"negative setups", "limits:\n  max_concurrent_setups: -1\n", "voxhost.yaml:2:26: ", "limits.max_concurrent_setups: must not be negative (0 means one fewer than the cores), got -1"},
 		{"zero setup wait", "limits:\n  setup_wait: 0s\n", "voxhost.yaml:2:15: ", "limits.setup_wait: must be positive, got 0s"},
 		{"empty token", "auth:\n  tokens: [a, '']\n", "voxhost.yaml:2:15: ", "auth.tokens[1]: empty token"},
-		{"unknown admin key", "admin:\n  listen: '127.0.0.1:9090'\n  token: [a]\n", "voxhost.yaml:3:3: ", `admin: unknown key "token" (want one of: listen, tokens, tokens_env)`},
+		{"unknown admin key", "admin:\n  listen: '127.0.0.1:9090'\n  token: [a]\n", "voxhost.yaml:3:3: ", `admin: unknown key "token" (want one of: allowed_hosts, insecure_no_token, listen, tokens, tokens_env)`},
 		{"listen with a line break", "listen: 00\n\n  00\n", "voxhost.yaml:1:9: ", `listen: address "00\n00": missing port in address`},
 		{"admin listen with a line break", "admin:\n  listen: \"a\\n:1\"\nlisten: \"a\\n:1\"\n", "voxhost.yaml:2:11: ", `admin.listen: "a\n:1" is also the call listener's address`},
 		{"admin listen without port", "admin:\n  listen: localhost\n", "voxhost.yaml:2:11: ", `admin.listen: address "localhost": missing port in address`},
