@@ -28,8 +28,9 @@ type Limits struct {
 	// byte a minute) would otherwise hold a goroutine and a descriptor.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout is how long a client may take to send a whole request,
-	// body included. It does not bound a WebSocket: the call handler
-	// clears the deadline once it has taken the connection over.
+	// body included. It does not bound a WebSocket: net/http clears a
+	// connection's deadlines when a handler hijacks it (the app's
+	// TestCallsOutliveTheReadTimeout holds it to that).
 	ReadTimeout time.Duration
 	// IdleTimeout is how long a kept-alive connection may wait for its
 	// next request.

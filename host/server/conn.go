@@ -61,13 +61,6 @@ func (w leanHijack) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		conn.Close()
 		return nil, nil, err
 	}
-	// net/http leaves the request's read deadline (its ReadTimeout) on a
-	// hijacked connection: a call would be cut when it ran out. A call's
-	// silence is bounded by its own idle timeout instead.
-	if err := conn.SetDeadline(time.Time{}); err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
 	if brw.Reader.Buffered() > 0 {
 		// The client wrote frames with its request, and net/http read them
 		// with it: they are in its reader, where coder/websocket looks for
