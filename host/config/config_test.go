@@ -325,3 +325,28 @@ func TestConsole(t *testing.T) {
 		t.Error("the console is on the main listener by default")
 	}
 }
+
+// TestHardenedConfigLoads loads the hardened config docs/DEPLOY.md shows,
+// so that the page an operator copies from stays a config voxhost takes.
+func TestHardenedConfigLoads(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## A hardened config\n")
+	if !ok {
+		t.Fatal("docs/DEPLOY.md has no section \"A hardened config\"")
+	}
+	_, rest, _ = strings.Cut(rest, "```yaml\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("the hardened config has no yaml block")
+	}
+	c, err := config.Parse("DEPLOY.md", []byte(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Admin.InsecureNoToken || len(c.AllowedHosts) == 0 || c.Auth.TokensEnv == "" || c.Admin.TokensEnv == "" {
+		t.Errorf("the hardened config is not: %+v", c)
+	}
+}

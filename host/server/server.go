@@ -64,7 +64,8 @@ type Options struct {
 	Logger *slog.Logger
 	// HTTP bounds each connection Serve accepts: header, body and idle
 	// timeouts, the header size, and the connections of one source
-	// address.
+	// address (0 means MaxCalls + 64 here: a carrier or a load balancer
+	// may bring every call from one address).
 	HTTP httpguard.Limits
 	// AllowedHosts are the Host header patterns Serve's listener answers
 	// to (httpguard.Hosts): with none, a listener bound to loopback answers
@@ -206,6 +207,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	setDefault(&opts.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&opts.DrainTimeout, DefaultDrainTimeout)
 	opts.DrainTimeout = max(opts.DrainTimeout, 0)
+	setDefault(&opts.HTTP.MaxConnsPerIP, opts.MaxCalls+64)
 	setDefault(&opts.ReadyHighWater, opts.MaxCalls)
 	setDefault(&opts.ReadyLowWater, opts.ReadyHighWater*9/10)
 	if opts.ReadyLowWater >= opts.ReadyHighWater || opts.ReadyHighWater > opts.MaxCalls {
