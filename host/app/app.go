@@ -385,13 +385,7 @@ func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) er
 // tokens, beside the server's endpoints.
 func (h *Host) mountConsole() error {
 	tokens := h.Config.ResolvedTokens()
-	owner := console.TokenOwner
-	if len(tokens) == 0 {
-		// Anyone may send any Authorization header here: count tickets
-		// by source address instead.
-		owner = console.AddressOwner
-	}
-	con, err := h.console("/console/api/", "call token (auth.tokens)", false, owner)
+	con, err := h.console("/console/api/", "call token (auth.tokens)", false, ticketOwner(tokens))
 	if err != nil {
 		return err
 	}
@@ -419,11 +413,7 @@ func (h *Host) serveAdmin(l net.Listener) (stop func()) {
 		MaxUploadBytes: int64(h.Config.PluginLimits.Module.ModuleBytes)})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	owner := console.TokenOwner
-	if len(tokens) == 0 {
-		owner = console.AddressOwner
-	}
-	if con, err := h.console("/", "admin token (admin.tokens)", true, owner); err != nil {
+	if con, err := h.console("/", "admin token (admin.tokens)", true, ticketOwner(tokens)); err != nil {
 		h.log.Error("not serving the console", "err", err)
 	} else {
 		page := con.Handler(admin.RequireBearer(tokens, "voxhost admin", "admin token", "admin.tokens"))
@@ -462,6 +452,16 @@ func (h *Host) console(api, token string, allCalls bool, owner func(*http.Reques
 		callToken = t[0]
 	}
 	return console.New(console.Options{Server: h.Server, CallToken: callToken, API: api, Token: token, AllCalls: allCalls, Owner: owner, Logger: h.log})
+}
+
+// ticketOwner says whom a listener's console tickets count against: the
+// token, behind tokens; the source address on a listener without any,
+// where every Authorization header passes and so names no one.
+func ticketOwner(tokens []string) func(*http.Request) string {
+	if len(tokens) == 0 {
+		return console.AddressOwner
+	}
+	return console.TokenOwner
 }
 
 // AdminAddr is the admin API's bound address, or nil when it is not
