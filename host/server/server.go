@@ -746,7 +746,11 @@ func (s *Server) Close() {
 }
 
 // Serve accepts connections on l until ctx ends, then drains, shuts the
-// HTTP server down and closes the server.
+// HTTP server down and closes the server. It puts httpguard in front of
+// the endpoints: Options.HTTP's timeouts and caps, the Host check against
+// Options.AllowedHosts and l's address, and the refusal of cross-origin
+// state changes. Handler has none of them: a program that mounts it
+// brings its own.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	l = s.opts.HTTP.Listener(l, func(net.Addr) { s.metrics.rejected.WithLabelValues("conns_per_ip").Inc() })
 	// The Host check comes first: a rebound name must not reach even the
