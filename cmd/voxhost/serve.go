@@ -85,13 +85,19 @@ func serveCommand() *cli.Command {
 					}
 				}
 				sort.Strings(paths)
-				fmt.Fprintf(os.Stderr, "voxhost: serving on %s — ws://%s{%s}, /metrics, /healthz, /readyz\n",
+				fmt.Fprintf(c.App.ErrWriter, "voxhost: serving on %s — ws://%s{%s}, /metrics, /healthz, /readyz\n",
 					addr, hostPort(addr), strings.Join(paths, ","))
 				if a := cfg.AudioSocket.Listen; a != "" {
-					fmt.Fprintf(os.Stderr, "voxhost: AudioSocket (TCP) on %s\n", a)
+					fmt.Fprintf(c.App.ErrWriter, "voxhost: AudioSocket (TCP) on %s\n", a)
 				}
 				if a := h.AdminAddr(); a != nil {
-					fmt.Fprintf(os.Stderr, "voxhost: admin API on http://%s (GET /plugins, PUT|DELETE /plugins/NAME, GET /pipelines, POST /reload)\n", hostPort(a))
+					fmt.Fprintf(c.App.ErrWriter, "voxhost: admin API on http://%s (GET /plugins, PUT|DELETE /plugins/NAME, GET /pipelines, POST /reload)\n", hostPort(a))
+					if tok := h.AdminToken(); tok != "" {
+						// Printed here, not logged: log lines are shipped and
+						// kept, and the token is this terminal's.
+						fmt.Fprintf(c.App.ErrWriter, "voxhost: admin token for this run (no admin.tokens set): %s\n"+
+							"voxhost: console at http://%s/console/ — curl -H \"Authorization: Bearer %s\" http://%s/plugins\n", tok, hostPort(a), tok, hostPort(a))
+					}
 				}
 			})
 		},

@@ -30,7 +30,8 @@ type HandlerOptions struct {
 	// them (POST /reload); nil answers that there is no file to reload.
 	Reload func(ctx context.Context) (*ReloadReport, error)
 	// Tokens are the accepted "Authorization: Bearer" values; with none,
-	// every request is accepted (serve it on a loopback address only).
+	// every request but the profiles' is accepted (serve it on a loopback
+	// address only, behind httpguard's Host and origin checks).
 	Tokens []string
 	// MaxUploadBytes caps one upload; 0 means DefaultMaxUploadBytes.
 	MaxUploadBytes int64
@@ -75,12 +76,22 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /calls", h.listCalls)
 	mux.HandleFunc("GET /calls/{id}", h.getCall)
 	// Profiles of the live process, behind the same token: where a busy
-	// host spends its CPU is the first question when calls slow down.
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	// host spends its CPU is the first question when calls slow down. They
+	// show the command line and the heap, where secrets may be, so an API
+	// served without tokens does not serve them at all.
+	prof := func(f http.HandlerFunc) http.HandlerFunc {
+		if len(h.opts.Tokens) > 0 {
+			return f
+		}
+		return func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusForbidden, "the profiles show the process's command line and memory: they are served only with an admin token (admin.tokens)")
+		}
+	}
+	mux.HandleFunc("GET /debug/pprof/", prof(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/cmdline", prof(pprof.Cmdline))
+	mux.HandleFunc("GET /debug/pprof/profile", prof(pprof.Profile))
+	mux.HandleFunc("GET /debug/pprof/symbol", prof(pprof.Symbol))
+	mux.HandleFunc("GET /debug/pprof/trace", prof(pprof.Trace))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf(
 			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload, POST /run, GET /calls, GET /calls/{id} and GET /debug/pprof/", r.Method, r.URL.Path)})

@@ -6,6 +6,8 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +24,7 @@ import (
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/console"
+	"github.com/voxhost/voxhost/host/httpguard"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
@@ -143,6 +146,12 @@ type Host struct {
 	configPath string
 	overrides  Overrides
 
+	// adminTokens are the admin API's: admin.tokens, or one made for
+	// the run (adminTokenMade) when there are none and
+	// admin.insecure_no_token is not set.
+	adminTokens    []string
+	adminTokenMade bool
+
 	adminAddr   atomic.Pointer[net.Addr]
 	stopWatcher atomic.Pointer[func()]
 }
@@ -158,7 +167,16 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 	if logger == nil {
 		logger = slog.Default()
 	}
-	h := &Host{Config: cfg, runtime: rt, catalog: cat, log: logger}
+	h := &Host{Config: cfg, runtime: rt, catalog: cat, log: logger, adminTokens: cfg.ResolvedAdminTokens()}
+	if cfg.Admin.Listen != "" && len(h.adminTokens) == 0 && !cfg.Admin.InsecureNoToken {
+		// Any web page, and any local user, can send requests to a
+		// loopback port: an admin API without a token would take their
+		// orders. A token made for the run keeps the quick start a single
+		// command (voxhost serve prints it) without that.
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		h.adminTokens, h.adminTokenMade = []string{hex.EncodeToString(b[:])}, true
+	}
 	specs, err := routeSpecs(cfg.Pipelines)
 	if err != nil {
 		h.Close(ctx)
@@ -195,6 +213,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		Tokens:           cfg.ResolvedTokens(),
 		Origins:          cfg.Origins,
 		Logger:           logger,
+		HTTP:             httpLimits(cfg),
+		AllowedHosts:     cfg.AllowedHosts,
 	})
 	if err != nil {
 		h.Close(ctx)
@@ -208,6 +228,25 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		return nil, err
 	}
 	return h, nil
+}
+
+// httpLimits maps the config's http section onto what each listener
+// applies.
+func httpLimits(cfg config.Config) httpguard.Limits {
+	h := cfg.HTTP
+	return httpguard.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout, IdleTimeout: h.IdleTimeout,
+		MaxHeaderBytes: h.MaxHeaderBytes, MaxConnsPerIP: cfg.ResolvedMaxConnsPerIP()}
+}
+
+// AdminToken returns the admin token voxhost made for this run, when
+// admin.listen is set with no admin.tokens and no admin.insecure_no_token,
+// and "" otherwise: what voxhost serve prints for the operator to paste
+// into the console or send with curl.
+func (h *Host) AdminToken() string {
+	if h.adminTokenMade {
+		return h.adminTokens[0]
+	}
+	return ""
 }
 
 // Manager changes the host's plugins and routes while it serves.
@@ -272,7 +311,10 @@ func restartOnly(old, cur config.Config) []string {
 		{"playout", old.Playout, cur.Playout},
 		{"audiosocket", old.AudioSocket, cur.AudioSocket},
 		{"auth", old.ResolvedTokens(), cur.ResolvedTokens()},
-		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens()}, []any{cur.Admin.Listen, cur.ResolvedAdminTokens()}},
+		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens(), old.Admin.AllowedHosts, old.Admin.InsecureNoToken},
+			[]any{cur.Admin.Listen, cur.ResolvedAdminTokens(), cur.Admin.AllowedHosts, cur.Admin.InsecureNoToken}},
+		{"http", old.HTTP, cur.HTTP},
+		{"allowed_hosts", old.AllowedHosts, cur.AllowedHosts},
 		{"origins", old.Origins, cur.Origins},
 		{"console", old.Console, cur.Console},
 	} {
@@ -346,7 +388,7 @@ func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) er
 // tokens, beside the server's endpoints.
 func (h *Host) mountConsole() error {
 	tokens := h.Config.ResolvedTokens()
-	con, err := h.console("/console/api/", "call token (auth.tokens)", false)
+	con, err := h.console("/console/api/", "call token (auth.tokens)", false, ticketOwner(tokens))
 	if err != nil {
 		return err
 	}
@@ -365,30 +407,30 @@ func (h *Host) serveAdmin(l net.Listener) (stop func()) {
 	if h.configPath != "" {
 		reload = h.Reload
 	}
-	tokens := h.Config.ResolvedAdminTokens()
+	tokens := h.adminTokens
 	if len(tokens) == 0 {
-		h.log.Warn("admin API without tokens: anyone who can reach the loopback address may replace plugins", "addr", l.Addr().String())
+		h.log.Warn("admin API without tokens (admin.insecure_no_token): any local user or program that can reach the loopback address may replace plugins", "addr", l.Addr().String())
 	}
 	api := admin.NewHandler(admin.HandlerOptions{Manager: h.manager, Reload: reload, Tokens: tokens, Logger: h.log,
 		// A larger upload could not load anyway.
 		MaxUploadBytes: int64(h.Config.PluginLimits.Module.ModuleBytes)})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	if con, err := h.console("/", "admin token (admin.tokens)", true); err != nil {
+	if con, err := h.console("/", "admin token (admin.tokens)", true, ticketOwner(tokens)); err != nil {
 		h.log.Error("not serving the console", "err", err)
 	} else {
 		page := con.Handler(admin.RequireBearer(tokens, "voxhost admin", "admin token", "admin.tokens"))
 		mux.Handle("/console", page)
 		mux.Handle("/console/", page)
 	}
-	hs := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Time enough for a 32 MiB upload at 300 KiB/s.
-		ReadTimeout: 2 * time.Minute,
-		IdleTimeout: time.Minute,
-		ErrorLog:    slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-	}
+	limits := httpLimits(h.Config)
+	l = limits.Listener(l, nil)
+	// The Host check stops a rebound web page's name before anything
+	// else; SameOrigin stops a page of another origin posting to it.
+	// Both hold with or without tokens: a page cannot send the token, but
+	// a host with admin.insecure_no_token has none to send.
+	handler := httpguard.Hosts(h.Config.Admin.AllowedHosts, l.Addr(), "admin.allowed_hosts", nil, httpguard.SameOrigin(mux))
+	hs := limits.Server(handler, slog.NewLogLogger(h.log.Handler(), slog.LevelWarn))
 	addr := l.Addr()
 	h.adminAddr.Store(&addr)
 	done := make(chan struct{})
@@ -407,12 +449,22 @@ func (h *Host) serveAdmin(l net.Listener) (stop func()) {
 // console makes the browser console of a listener whose API is at api
 // and asks for the token named token; allCalls says whether that API lists
 // every live call.
-func (h *Host) console(api, token string, allCalls bool) (*console.Console, error) {
+func (h *Host) console(api, token string, allCalls bool, owner func(*http.Request) string) (*console.Console, error) {
 	callToken := ""
 	if t := h.Config.ResolvedTokens(); len(t) > 0 {
 		callToken = t[0]
 	}
-	return console.New(console.Options{Server: h.Server, CallToken: callToken, API: api, Token: token, AllCalls: allCalls, Logger: h.log})
+	return console.New(console.Options{Server: h.Server, CallToken: callToken, API: api, Token: token, AllCalls: allCalls, Owner: owner, Logger: h.log})
+}
+
+// ticketOwner says whom a listener's console tickets count against: the
+// token, behind tokens; the source address on a listener without any,
+// where every Authorization header passes and so names no one.
+func ticketOwner(tokens []string) func(*http.Request) string {
+	if len(tokens) == 0 {
+		return console.AddressOwner
+	}
+	return console.TokenOwner
 }
 
 // AdminAddr is the admin API's bound address, or nil when it is not

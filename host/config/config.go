@@ -39,6 +39,15 @@ type Config struct {
 	Auth Auth
 	// Admin is the plugin and pipeline API, on a listener of its own.
 	Admin Admin
+	// HTTP bounds each connection of the call and admin listeners.
+	HTTP HTTP
+	// AllowedHosts are the Host header patterns the call listener answers
+	// to (path.Match, case-insensitive: "voice.example.com",
+	// "*.example.com"; "*" turns the check off). With none, a listener
+	// bound to loopback answers loopback names and addresses only (a web
+	// page whose name was rebound to 127.0.0.1 is refused), and one bound
+	// elsewhere every name. "localhost" and IP addresses need no pattern.
+	AllowedHosts []string
 	// Origins are the host patterns of the browser origins allowed to
 	// connect, as coder/websocket's AcceptOptions.OriginPatterns. Empty
 	// allows same-origin pages only; clients that send no Origin header are
@@ -202,7 +211,43 @@ type Admin struct {
 	// TokensEnv names an environment variable holding more admin tokens,
 	// comma-separated.
 	TokensEnv string
+	// AllowedHosts are the Host header patterns the admin listener
+	// answers to, as the call listener's AllowedHosts.
+	AllowedHosts []string
+	// InsecureNoToken serves the admin API on loopback with no token at
+	// all: anything that can reach the port, any local user or program,
+	// may then replace the plugins every call runs. Without it and without
+	// tokens, voxhost serve makes a token for the run and prints it. The
+	// profiles (/debug/pprof) are never served without a token.
+	InsecureNoToken bool
 }
+
+// HTTP bounds what one connection of the call or admin listener may hold,
+// so that clients that connect and wait, send slowly or send huge headers
+// cannot pile up goroutines, descriptors and memory.
+type HTTP struct {
+	// ReadHeaderTimeout is how long a client may take over a request's
+	// headers.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout is how long a client may take over a whole request, its
+	// body included (a plugin upload, a file for POST /run). A call's
+	// WebSocket is not bound by it once upgraded.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection that sends no next
+	// request for this long.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps a request's headers; a larger request is
+	// answered 431.
+	MaxHeaderBytes int
+	// MaxConnsPerIP caps the open connections of one source address on
+	// each listener; further ones are closed at once. 0 means
+	// limits.max_calls + 64: a carrier or a load balancer may bring every
+	// call from one address, and probes and scrapes need room beside them.
+	MaxConnsPerIP int
+}
+
+// MaxConnsPerIPSlack is what MaxConnsPerIP's 0 adds to limits.max_calls.
+const MaxConnsPerIPSlack = 64
 
 // DefaultCPUHighWaterPercent is limits.cpu_high_water_percent's default.
 const DefaultCPUHighWaterPercent = 85
@@ -231,6 +276,8 @@ func Default() Config {
 			StallTimeout: 5 * time.Second,
 		},
 		Playout: Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond},
+		// httpguard's defaults, written again for the same reason.
+		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
 		PluginLimits: PluginLimits{
 			Module:         preempt.DefaultLimits,
 			CompileTimeout: plugin.DefaultCompileTimeout,
@@ -310,6 +357,18 @@ func (c *Config) Validate() error {
 			return invalid(fmt.Sprintf("admin.tokens[%d]", i), "empty token")
 		}
 	}
+	if c.Admin.InsecureNoToken && (len(c.Admin.Tokens) > 0 || c.Admin.TokensEnv != "") {
+		return invalid("admin.insecure_no_token", "is set, but so are admin tokens: remove one or the other")
+	}
+	if err := c.HTTP.validate(); err != nil {
+		return err
+	}
+	if err := validateHosts("allowed_hosts", c.AllowedHosts); err != nil {
+		return err
+	}
+	if err := validateHosts("admin.allowed_hosts", c.Admin.AllowedHosts); err != nil {
+		return err
+	}
 	if a := c.AudioSocket.Listen; a != "" {
 		port, err := splitPort(a)
 		if err != nil {
@@ -332,6 +391,42 @@ func (c *Config) Validate() error {
 		}
 	}
 	return c.validatePipelines()
+}
+
+// validateHosts checks Host patterns, at key.
+func validateHosts(key string, patterns []string) error {
+	for i, p := range patterns {
+		// A pattern is matched against the name alone: one with a port or
+		// a slash would never match, and the listener would refuse all.
+		if _, err := path.Match(p, ""); p == "" || err != nil || strings.ContainsAny(p, ":/ ") {
+			return invalid(fmt.Sprintf("%s[%d]", key, i), "bad host pattern %q (want a name or pattern without a port, such as \"voice.example.com\" or \"*.example.com\")", p)
+		}
+	}
+	return nil
+}
+
+func (h *HTTP) validate() error {
+	switch {
+	case h.ReadHeaderTimeout <= 0:
+		return invalid("http.read_header_timeout", "must be positive, got %v", h.ReadHeaderTimeout)
+	case h.ReadTimeout <= 0:
+		return invalid("http.read_timeout", "must be positive, got %v", h.ReadTimeout)
+	case h.IdleTimeout <= 0:
+		return invalid("http.idle_timeout", "must be positive, got %v", h.IdleTimeout)
+	case h.MaxHeaderBytes < 1024 || h.MaxHeaderBytes > 1<<20:
+		return invalid("http.max_header_bytes", "must be between 1024 and 1048576, got %d", h.MaxHeaderBytes)
+	case h.MaxConnsPerIP < 0:
+		return invalid("http.max_conns_per_ip", "must not be negative (0 means limits.max_calls + %d), got %d", MaxConnsPerIPSlack, h.MaxConnsPerIP)
+	}
+	return nil
+}
+
+// ResolvedMaxConnsPerIP is HTTP.MaxConnsPerIP with its 0 resolved.
+func (c *Config) ResolvedMaxConnsPerIP() int {
+	if c.HTTP.MaxConnsPerIP > 0 {
+		return c.HTTP.MaxConnsPerIP
+	}
+	return c.Limits.MaxCalls + MaxConnsPerIPSlack
 }
 
 // splitPort returns the port of a host:port address. Its error quotes the

@@ -44,6 +44,7 @@ func TestLoadExample(t *testing.T) {
 			InitBudget:     50 * time.Millisecond,
 		},
 		Playout:         config.Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond},
+		HTTP:            config.HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
 		Origins:         []string{"example.com", "*.example.com"},
 		DefaultPipeline: "main",
@@ -233,6 +234,27 @@ func TestAdmin(t *testing.T) {
 	}
 }
 
+// TestHTTPAndHosts reads the listeners' connection bounds and Host
+// patterns, and resolves max_conns_per_ip's 0 from max_calls.
+func TestHTTPAndHosts(t *testing.T) {
+	c, err := config.Parse("voxhost.yaml", []byte("http:\n  read_header_timeout: 1s\n  read_timeout: 2s\n  idle_timeout: 3s\n  max_header_bytes: 4096\n  max_conns_per_ip: 5\n"+
+		"allowed_hosts: [voice.example.com]\nadmin:\n  listen: '127.0.0.1:9090'\n  allowed_hosts: ['*.internal']\n  insecure_no_token: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.HTTP{ReadHeaderTimeout: time.Second, ReadTimeout: 2 * time.Second, IdleTimeout: 3 * time.Second, MaxHeaderBytes: 4096, MaxConnsPerIP: 5}
+	if c.HTTP != want || c.ResolvedMaxConnsPerIP() != 5 {
+		t.Errorf("HTTP = %+v, want %+v", c.HTTP, want)
+	}
+	if !reflect.DeepEqual(c.AllowedHosts, []string{"voice.example.com"}) || !reflect.DeepEqual(c.Admin.AllowedHosts, []string{"*.internal"}) || !c.Admin.InsecureNoToken {
+		t.Errorf("allowed_hosts %q, admin %+v", c.AllowedHosts, c.Admin)
+	}
+	d := config.Default()
+	if got := d.ResolvedMaxConnsPerIP(); got != d.Limits.MaxCalls+config.MaxConnsPerIPSlack {
+		t.Errorf("default max_conns_per_ip resolves to %d", got)
+	}
+}
+
 // TestExampleAdminSection uncomments the example's admin section, which is
 // commented out so that the example serves no admin API, and loads it.
 func TestExampleAdminSection(t *testing.T) {
@@ -301,5 +323,30 @@ func TestConsole(t *testing.T) {
 	}
 	if config.Default().Console {
 		t.Error("the console is on the main listener by default")
+	}
+}
+
+// TestHardenedConfigLoads loads the hardened config docs/DEPLOY.md shows,
+// so that the page an operator copies from stays a config voxhost takes.
+func TestHardenedConfigLoads(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## A hardened config\n")
+	if !ok {
+		t.Fatal("docs/DEPLOY.md has no section \"A hardened config\"")
+	}
+	_, rest, _ = strings.Cut(rest, "```yaml\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("the hardened config has no yaml block")
+	}
+	c, err := config.Parse("DEPLOY.md", []byte(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Admin.InsecureNoToken || len(c.AllowedHosts) == 0 || c.Auth.TokensEnv == "" || c.Admin.TokensEnv == "" {
+		t.Errorf("the hardened config is not: %+v", c)
 	}
 }

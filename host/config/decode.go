@@ -118,10 +118,20 @@ func configFields(c *Config) map[string]field {
 			"tokens_env": str(&c.Auth.TokensEnv),
 		}),
 		"admin": mapping(map[string]field{
-			"listen":     str(&c.Admin.Listen),
-			"tokens":     strs(&c.Admin.Tokens),
-			"tokens_env": str(&c.Admin.TokensEnv),
+			"listen":            str(&c.Admin.Listen),
+			"tokens":            strs(&c.Admin.Tokens),
+			"tokens_env":        str(&c.Admin.TokensEnv),
+			"allowed_hosts":     strs(&c.Admin.AllowedHosts),
+			"insecure_no_token": boolean(&c.Admin.InsecureNoToken),
 		}),
+		"http": mapping(map[string]field{
+			"read_header_timeout": duration(&c.HTTP.ReadHeaderTimeout),
+			"read_timeout":        duration(&c.HTTP.ReadTimeout),
+			"idle_timeout":        duration(&c.HTTP.IdleTimeout),
+			"max_header_bytes":    integer(&c.HTTP.MaxHeaderBytes),
+			"max_conns_per_ip":    integer(&c.HTTP.MaxConnsPerIP),
+		}),
+		"allowed_hosts": strs(&c.AllowedHosts),
 		"audiosocket": mapping(map[string]field{
 			"listen":   str(&c.AudioSocket.Listen),
 			"pipeline": str(&c.AudioSocket.Pipeline),

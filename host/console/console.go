@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -43,6 +44,14 @@ const TicketTTL = 30 * time.Second
 // maxTickets bounds the tickets kept at once (unused and recently used
 // ones): a client that asks for more is refused until some expire.
 const maxTickets = 1024
+
+// maxTicketsPerOwner bounds the tickets one token (or, on a listener
+// without tokens, one source address) holds at once, used ones that are
+// still kept included: without it one call token could take every ticket
+// of maxTickets and lock the console out for everyone else for TicketTTL.
+// A person at the console places one call at a time; 64 in 30 s is a lot
+// of them.
+const maxTicketsPerOwner = 64
 
 // refusalBytes is how much of a refused call's answer is kept for the
 // page.
@@ -68,8 +77,33 @@ type Options struct {
 	// and so whether the page shows the list; without it the page shows
 	// its own call only (GET /calls/{id}).
 	AllCalls bool
+	// Owner says whom a ticket request is counted against for
+	// maxTicketsPerOwner; nil means TokenOwner, which is right behind a
+	// listener whose tokens protect the tickets. Behind one without
+	// tokens, where anyone may send any Authorization header, use
+	// AddressOwner.
+	Owner func(*http.Request) string
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// TokenOwner counts a ticket against the request's bearer token (the
+// protecting middleware has checked it), or its source address when it
+// sent none.
+func TokenOwner(r *http.Request) string {
+	if scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return "token " + strings.TrimSpace(rest)
+	}
+	return AddressOwner(r)
+}
+
+// AddressOwner counts a ticket against the request's source address.
+func AddressOwner(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "address " + host
 }
 
 // Console serves the page, its tickets and its calls.
@@ -86,6 +120,8 @@ type Console struct {
 
 // ticket is a call the page may place once.
 type ticket struct {
+	// owner is whom the ticket counts against (Options.Owner).
+	owner   string
 	expires time.Time
 	used    bool
 	// refused is the answer of a call the server refused before the
@@ -109,6 +145,9 @@ func New(opts Options) (*Console, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Owner == nil {
+		opts.Owner = TokenOwner
 	}
 	files, err := fs.Sub(static, "static")
 	if err != nil {
@@ -186,25 +225,34 @@ func (c *Console) assets() http.Handler {
 }
 
 // issue answers a new ticket.
-func (c *Console) issue(w http.ResponseWriter, _ *http.Request) {
+func (c *Console) issue(w http.ResponseWriter, r *http.Request) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
+	owner := c.opts.Owner(r)
 	c.mu.Lock()
 	now := c.now()
+	mine := 0
 	for k, t := range c.tickets {
-		if now.After(t.expires) {
+		switch {
+		case now.After(t.expires):
 			delete(c.tickets, k)
+		case t.owner == owner:
+			mine++
 		}
 	}
-	full := len(c.tickets) >= maxTickets
-	if !full {
-		c.tickets[id] = &ticket{expires: now.Add(TicketTTL)}
+	full, yours := len(c.tickets) >= maxTickets, mine >= maxTicketsPerOwner
+	if !full && !yours {
+		c.tickets[id] = &ticket{owner: owner, expires: now.Add(TicketTTL)}
 	}
 	c.mu.Unlock()
-	if full {
+	if full || yours {
 		w.Header().Set("Retry-After", fmt.Sprint(int(TicketTTL.Seconds())))
-		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": fmt.Sprintf("%d console tickets are waiting for their calls: try again once they expire", maxTickets)})
+		msg := fmt.Sprintf("%d console tickets are waiting for their calls: try again once they expire", maxTickets)
+		if yours {
+			msg = fmt.Sprintf("this token holds %d console tickets, the most one may: try again once they expire", maxTicketsPerOwner)
+		}
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": msg})
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"ticket": id, "expires_in_ms": TicketTTL.Milliseconds()})

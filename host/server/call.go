@@ -382,8 +382,12 @@ func (c *call) start(start *transport.Start) error {
 			name = p
 		}
 		if start.CallID != "" {
+			// The host's id stays the log's "call"; the caller's own id
+			// goes under a key of its own, or a JSON line would carry
+			// "call" twice and parsers that keep the last key would log
+			// the caller's value alone.
+			c.log = c.log.With("caller_call", start.CallID, "stream", start.StreamID)
 			c.id = start.CallID
-			c.log = c.log.With("call", c.id, "stream", start.StreamID)
 		}
 		c.params = start.Params
 		info = transport.CallInfo{StreamID: start.StreamID, AccountID: start.AccountID, Params: start.Params}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/httpguard"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/transport"
@@ -61,6 +62,15 @@ type Options struct {
 	Origins []string
 	// Logger receives call and plugin logs; nil means slog.Default().
 	Logger *slog.Logger
+	// HTTP bounds each connection Serve accepts: header, body and idle
+	// timeouts, the header size, and the connections of one source
+	// address (0 means MaxCalls + 64 here: a carrier or a load balancer
+	// may bring every call from one address).
+	HTTP httpguard.Limits
+	// AllowedHosts are the Host header patterns Serve's listener answers
+	// to (httpguard.Hosts): with none, a listener bound to loopback answers
+	// loopback names only, others every name.
+	AllowedHosts []string
 
 	// CPUHighWater is the share of the process's cores (GOMAXPROCS), from
 	// 0 to 1, that its CPU use, averaged over about 150 ms, may
@@ -216,6 +226,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	setDefault(&opts.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&opts.DrainTimeout, DefaultDrainTimeout)
 	opts.DrainTimeout = max(opts.DrainTimeout, 0)
+	setDefault(&opts.HTTP.MaxConnsPerIP, opts.MaxCalls+64)
 	setDefault(&opts.ReadyHighWater, opts.MaxCalls)
 	setDefault(&opts.ReadyLowWater, opts.ReadyHighWater*9/10)
 	if opts.ReadyLowWater >= opts.ReadyHighWater || opts.ReadyHighWater > opts.MaxCalls {
@@ -772,9 +783,19 @@ func (s *Server) Close() {
 }
 
 // Serve accepts connections on l until ctx ends, then drains, shuts the
-// HTTP server down and closes the server.
+// HTTP server down and closes the server. It puts httpguard in front of
+// the endpoints: Options.HTTP's timeouts and caps, the Host check against
+// Options.AllowedHosts and l's address, and the refusal of cross-origin
+// state changes. Handler has none of them: a program that mounts it
+// brings its own.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	l = s.opts.HTTP.Listener(l, func(net.Addr) { s.metrics.rejected.WithLabelValues("conns_per_ip").Inc() })
+	// The Host check comes first: a rebound name must not reach even the
+	// page of the console. Calls are GETs, which SameOrigin lets through;
+	// coder/websocket checks their Origin.
+	h := httpguard.Hosts(s.opts.AllowedHosts, l.Addr(), "allowed_hosts",
+		func() { s.metrics.rejected.WithLabelValues("host").Inc() }, httpguard.SameOrigin(s.mux))
+	hs := s.opts.HTTP.Server(h, slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	select {
