@@ -75,6 +75,11 @@ const (
 	shedLateShare  = 0.01
 	shedLateFrames = 50
 	shedLateStreak = 3
+	// shedOutlier is how many times its fair share, and the calls' mean,
+	// the call shed for late frames must use: calls that all cost the
+	// same on an overloaded machine (a busy box, the race detector) are
+	// admission's to bound, not a reason to cut one of them.
+	shedOutlier = 2
 )
 
 // Reasons a call is shed or degraded, as voxhost_calls_shed_total counts
@@ -338,12 +343,12 @@ func canBypass(p *pipeline.Pipeline) bool {
 }
 
 // shedLate marks the costliest call (the most plugin CPU over the window;
-// of equals, the newest) to be degraded by its route's policy when, for
+// of equals, the newest), if it uses shedOutlier times its fair share and
+// the calls' mean, to be degraded by its route's policy when, for
 // shedLateStreak intervals in a row, more than shedLateShare of the frames
 // were late while plugin work waited for a slot: the calls admitted want
 // more of the cores than there are. Lateness without waiting plugin work
-// (a neighbour process, the sockets) is not the plugins' doing, and a call
-// within its fair share is not the one to cut.
+// (a neighbour process, the sockets) is not the plugins' doing.
 func (s *Server) shedLate() {
 	rt := s.rt
 	late, frames := rt.late.Swap(0), rt.frames.Swap(0)
@@ -360,7 +365,7 @@ func (s *Server) shedLate() {
 	rt.lateStreak = 0
 	s.mu.Lock()
 	var worst *callCPU
-	var worstUse float64
+	var worstUse, total float64
 	var worstStart time.Time
 	for c := range s.calls {
 		cpu := c.cpuLive.Load()
@@ -368,13 +373,14 @@ func (s *Server) shedLate() {
 			continue
 		}
 		use := cpu.acct.Usage()
+		total += use
 		if worst == nil || use > worstUse || use == worstUse && c.started.After(worstStart) {
 			worst, worstUse, worstStart = cpu, use, c.started
 		}
 	}
-	share := float64(rt.sched.Slots()) / float64(max(len(s.calls), 1))
+	n := float64(max(len(s.calls), 1))
 	s.mu.Unlock()
-	if worst != nil && worstUse > share {
+	if worst != nil && worstUse > shedOutlier*float64(rt.sched.Slots())/n && worstUse > shedOutlier*total/n {
 		worst.shed.Store(true)
 	}
 }
