@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/catalog"
@@ -198,8 +199,13 @@ func TestMain(m *testing.M) {
 // compiled once, as in the server.
 func host(tb testing.TB) *catalog.Catalog {
 	hostOnce.Do(func() {
+		// CompileTimeout: the load deadline is a wall-clock backstop
+		// (host/plugin tests it), not what these tests check. The Go
+		// examples are 2 MB modules, 17 s of CPU each to compile under
+		// the race detector, which a busy machine can stretch past the
+		// default of 2 minutes; the test binary's -timeout bounds them.
 		rt, err := plugin.NewRuntime(context.Background(), plugin.Options{
-			CacheDir: "-", Logger: slog.New(slog.DiscardHandler),
+			CacheDir: "-", Logger: slog.New(slog.DiscardHandler), CompileTimeout: time.Hour,
 		})
 		if err != nil {
 			hostErr = err

@@ -60,8 +60,10 @@ type Latency struct {
 	Count int64
 	// P50 to P999 are the 50th, 90th, 99th and 99.9th percentiles.
 	P50, P90, P99, P999 time.Duration
-	// Max and Mean are the largest value and the average.
-	Max, Mean time.Duration
+	// Min, Max and Mean are the smallest and largest values and the
+	// average. Min is the floor a round trip can reach: what the path
+	// itself costs, however many frames a busy machine delayed.
+	Min, Max, Mean time.Duration
 }
 
 // summarize reads the percentiles off h.
@@ -78,6 +80,7 @@ func summarize(h *hdrhistogram.Histogram) Latency {
 		P999:  us(h.ValueAtQuantile(99.9)),
 		// Max and Mean are reported at the histogram's precision too: the
 		// highest equivalent value of the top bucket, within 0.1%.
+		Min:  us(h.Min()),
 		Max:  us(h.Max()),
 		Mean: time.Duration(h.Mean() * float64(time.Microsecond)),
 	}

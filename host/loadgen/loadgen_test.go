@@ -370,8 +370,14 @@ func TestRTTOfADelayingServer(t *testing.T) {
 			if res.FramesReceived != res.FramesDue || res.Saturated {
 				t.Errorf("received %d of %d, saturated %v %v", res.FramesReceived, res.FramesDue, res.Saturated, res.SaturationReasons)
 			}
-			if res.RTT.P50 < delay || res.RTT.P50 > delay+8*time.Millisecond {
-				t.Errorf("rtt p50 %v, want about %v", res.RTT.P50, delay)
+			// No reply comes back before the server's delay, and the
+			// fastest comes back right after it: a reply counted against
+			// another frame would be a frame (20 ms) off. The fastest, not
+			// the median: on a busy machine most round trips also wait
+			// for a core (p50 47 ms was seen), which is not the loadgen's
+			// to measure away.
+			if res.RTT.Min < delay || res.RTT.P50 < delay || res.RTT.Min > delay+8*time.Millisecond {
+				t.Errorf("rtt min %v p50 %v, want at least %v and a min of about that", res.RTT.Min, res.RTT.P50, delay)
 			}
 			if res.RTT.Count != res.FramesDue || res.ExtraReplies != 0 {
 				t.Errorf("%d round trips recorded for %d frames: the server's other messages were counted", res.RTT.Count, res.FramesDue)

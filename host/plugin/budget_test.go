@@ -40,8 +40,14 @@ func cpuTimeOf(f func()) time.Duration {
 
 func budgetRuntime(t testing.TB, how string) *plugin.Runtime {
 	t.Helper()
+	// CompileTimeout: the load deadline is a wall-clock backstop, tested by
+	// TestLoadingHasADeadlineAndACancel, not here. These runtimes compile
+	// the 2 MB Go example, twice (as it is and instrumented): 17 s of CPU
+	// each under the race detector, which a busy machine stretched past the
+	// default of 2 minutes. The test binary's own -timeout bounds them.
 	rt, err := plugin.NewRuntimeEnforcing(context.Background(),
-		plugin.Options{CacheDir: "-", Logger: quiet, DefaultBudget: 10 * time.Millisecond, InitBudget: 50 * time.Millisecond}, how)
+		plugin.Options{CacheDir: "-", Logger: quiet, DefaultBudget: 10 * time.Millisecond, InitBudget: 50 * time.Millisecond,
+			CompileTimeout: time.Hour}, how)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -344,12 +344,17 @@ func (c *call) delayedEcho() {
 }
 
 // sendAudio renders and writes a chunk of the bot's audio; wmu is held.
+// The chunk is counted before the write, not after it: once it is on the
+// wire the host may answer it (play it, acknowledge a mark after it, hang
+// up) and a test that waits for that answer must find the chunk already
+// in the record. A write that fails takes it back out.
 func (c *call) sendAudio(chunk []byte) error {
 	typ, msg := c.d.audio(c, chunk)
+	c.record(func(r *Call) { r.AudioOut += int64(len(chunk)) })
 	if err := c.write(typ, msg); err != nil {
+		c.record(func(r *Call) { r.AudioOut -= int64(len(chunk)) })
 		return err
 	}
-	c.record(func(r *Call) { r.AudioOut += int64(len(chunk)) })
 	return nil
 }
 

@@ -107,10 +107,22 @@ func sendMark(c *call, enc transport.Session, name string, cut bool) error {
 	if !ok {
 		return nil
 	}
+	// Recorded before the write: the host may acknowledge the mark as soon
+	// as it is on the wire, and its reader records the acknowledgement on
+	// another goroutine, which could otherwise get there first (a record of
+	// a mark acked but never sent). A write that fails takes it back out.
+	recorded := false
+	c.record(func(r *Call) {
+		n := len(r.MarksSent)
+		r.MarksSent = appendCapped(c, r, r.MarksSent, name)
+		recorded = len(r.MarksSent) > n
+	})
 	if err := c.write(websocket.MessageType(typ), msg); err != nil {
+		if recorded {
+			c.record(func(r *Call) { r.MarksSent = r.MarksSent[:len(r.MarksSent)-1] })
+		}
 		return err
 	}
-	c.record(func(r *Call) { r.MarksSent = appendCapped(c, r, r.MarksSent, name) })
 	return nil
 }
 
