@@ -40,8 +40,8 @@ for what in "$@"; do
 	echo "== $what ($bin)"
 	serve
 	case $what in
-	surge) # 3× what one core serves on time, at once
-		loadgen --calls 800 --ramp 100ms --duration 10s ;;
+	surge) # 3× what one core serves on time (about 480 here), at once
+		loadgen --calls ${SURGE:-1440} --ramp 100ms --duration 10s ;;
 	noisy) # 10 calls at ~16 ms a frame beside one healthy paced call
 		loadgen --pipeline heavy --calls 10 --ramp 500ms --duration 14s >"$dir/heavy.txt" &
 		bg=$!
@@ -58,7 +58,7 @@ for what in "$@"; do
 	alone) # the healthy call alone, the baseline of noisy and faults
 		loadgen --calls 1 --duration 10s ;;
 	capacity) # what one core serves without a surge
-		loadgen --sweep 150,200,250,300,350 --duration 8s --ramp 2s ;;
+		loadgen --sweep ${SWEEP:-200,300,400,500,600} --duration 8s --ramp 2s ;;
 	esac
 	stop
 done

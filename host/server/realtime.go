@@ -56,12 +56,14 @@ const (
 	// DefaultFrameDeadline is how long after a caller's frame was read its
 	// answer may go out: one frame time.
 	DefaultFrameDeadline = 20 * time.Millisecond
-	// DefaultCallCostPrior is the CPU a call is predicted to cost, in
-	// cores, before enough calls ran to measure it: what a raw echo call
-	// of 20 ms frames cost here (socket, codec and scheduling; about 300
-	// calls on one core of this 2-vCPU machine at 85%). A faster machine
-	// measures its own within a second of taking calls.
-	DefaultCallCostPrior = 0.0028
+	// DefaultCallCostPrior is the CPU the host spends on a call outside
+	// its plugins (socket, codec, scheduling), in cores: what a raw call
+	// of 20 ms frames cost on one core of this project's 2-vCPU machines
+	// (default-pipeline calls took 68% of the core at 384 calls, 0.0018 a
+	// call, of which their plugins' measured 0.0009; BENCHMARKS.md, "Real
+	// time"). It is what admission assumes until 16 calls run, and the
+	// floor of what it measures after: a slower machine measures more.
+	DefaultCallCostPrior = 0.001
 	// measureCalls is how many calls must run before the host's cost per
 	// call is measured rather than assumed: with fewer, the process's own
 	// idle work (metrics, GC) would be charged to too few calls.
@@ -123,6 +125,8 @@ type realtime struct {
 	// measured, math.Float64bits; prior until measureCalls run.
 	perCall atomic.Uint64
 	prior   float64
+	// lastActive is the calls admitted at the last sample.
+	lastActive int64
 	// live counts the calls whose route is known; the rest of s.active
 	// are priced as calls of the default route.
 	live atomic.Int64
@@ -131,12 +135,14 @@ type realtime struct {
 // routeCost is what one route's calls cost: their plugin CPU, measured
 // per call over each sample interval.
 type routeCost struct {
-	name    string
-	calls   atomic.Int64
-	cpuNs   atomic.Int64
-	lastNs  int64
-	perCall atomic.Uint64 // cores per call, math.Float64bits
-	seconds prometheus.Counter
+	name   string
+	calls  atomic.Int64
+	cpuNs  atomic.Int64
+	lastNs int64
+	// lastCalls is calls at the last sample.
+	lastCalls int64
+	perCall   atomic.Uint64 // cores per call, math.Float64bits
+	seconds   prometheus.Counter
 }
 
 func newRealtime(opts Options, m *metrics) *realtime {
@@ -165,7 +171,12 @@ func (rt *realtime) cost(name string, m *metrics) *routeCost {
 	defer rt.mu.Unlock()
 	rc := rt.routes[name]
 	if rc == nil {
+		// Until its calls are measured, a route's plugins are priced as
+		// the host's part is: a route nobody has called yet would
+		// otherwise cost nothing, and a burst into it would all be let
+		// in (1,440 calls at once: 831 admitted, p50 47 ms).
 		rc = &routeCost{name: name, seconds: m.callCPU.WithLabelValues(name)}
+		rc.perCall.Store(math.Float64bits(rt.prior))
 		rt.routes[name] = rc
 	}
 	return rc
@@ -177,6 +188,11 @@ func (rt *realtime) sample(used, wall time.Duration, active int64) {
 	if wall <= 0 {
 		return
 	}
+	// Costs are measured only while the calls are steady (within 2% of
+	// the last sample): while they come in, the process also pays for
+	// their handshakes and for refusing others, and calls set up but not
+	// yet sending dilute their route's plugin time (a burst of 1,440
+	// calls measured the route at a third of its cost and let 655 in).
 	rt.mu.Lock()
 	var plugins float64
 	for _, rc := range rt.routes {
@@ -184,12 +200,14 @@ func (rt *realtime) sample(used, wall time.Duration, active int64) {
 		rate := float64(ns-rc.lastNs) / float64(wall)
 		rc.lastNs = ns
 		plugins += rate
-		if n := rc.calls.Load(); n > 0 {
+		n := rc.calls.Load()
+		if n > 0 && steady(n, rc.lastCalls) {
 			ewma(&rc.perCall, rate/float64(n))
 		}
+		rc.lastCalls = n
 	}
 	rt.mu.Unlock()
-	if active >= measureCalls {
+	if active >= measureCalls && steady(active, rt.lastActive) {
 		// Never below the prior: a process that cannot get its cores (a
 		// neighbour, a CPU limit) uses only what it gets, so its use per
 		// call falls as calls are added and would admit without end (800
@@ -197,7 +215,11 @@ func (rt *realtime) sample(used, wall time.Duration, active int64) {
 		host := max(float64(used)/float64(wall)-plugins, 0) / float64(active)
 		ewma(&rt.perCall, max(host, rt.prior))
 	}
+	rt.lastActive = active
 }
+
+// steady says a count moved by at most 2% since the last sample.
+func steady(n, last int64) bool { return max(n-last, last-n) <= n/50 }
 
 // ewma moves an average held as float bits toward sample, as the CPU
 // marks do.
