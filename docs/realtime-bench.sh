@@ -41,13 +41,14 @@ for what in "$@"; do
 	serve
 	case $what in
 	surge) # 3× what one core serves on time (about 480 here), at once
-		loadgen --calls ${SURGE:-1440} --ramp 100ms --duration 10s ;;
-	noisy) # 10 calls at ~16 ms a frame beside one healthy paced call
-		loadgen --pipeline heavy --calls 10 --ramp 500ms --duration 14s >"$dir/heavy.txt" &
+		loadgen --calls ${SURGE:-1440} --ramp 100ms --duration ${SECONDS_OF_AUDIO:-10}s ;;
+	noisy) # one healthy paced call, then 10 calls at ~16 ms a frame beside it
+		loadgen --calls 1 --duration 12s >"$dir/healthy.txt" &
 		bg=$!
-		sleep 2
-		loadgen --calls 1 --duration 10s
-		wait $bg || true ;;
+		sleep 1
+		loadgen --pipeline heavy --calls 10 --ramp 500ms --duration 10s | sed 's/^/heavy: /'
+		wait $bg || true
+		cat "$dir/healthy.txt" ;;
 	faults) # 50 calls whose plugin recurses until it traps, beside a healthy call
 		loadgen --pipeline faulty --calls 50 --ramp 1s --duration 12s >"$dir/faulty.txt" &
 		bg=$!
