@@ -81,7 +81,7 @@ const (
 	// decision about every caller, and a test box's stray late frames
 	// beside a few calls must not turn callers away.
 	admitLateFrames = 50
-	shedLateStreak = 3
+	shedLateStreak  = 3
 	// The call shed for late frames must use more than its fair share,
 	// and at least shedMinUse of a core: 5%, a millisecond of plugin time
 	// in every 20 ms frame, 150 times the stock chain's. Passthrough calls on an overloaded machine (a busy box, the
