@@ -674,6 +674,8 @@ func (m *module) body(r *reader, index, params uint32, sc *scratch) []byte {
 
 	sh := m.walk(r, uint32(locals), sc, nil)
 	r.over("branch_table_entries", sh.labels, m.limits.BranchTableEntries, "br_table labels in function %d", index)
+	m.labels += sh.labels
+	r.over("branch_table_entries", m.labels, m.moduleLabels(), "br_table labels in all functions (one per 16 bytes of module)")
 	entry := sh.top.calls || sh.top.cost+sh.top.arms > LeafLimit
 	f := &sc.find
 	e := &emitter{m: m, src: r.b, code: sc.code[:0], from: codeAt, loops: f.loops, jumps: f.jumps, arms: f.arms}

@@ -177,7 +177,10 @@ type module struct {
 	limits Limits
 	// locals counts the locals of the functions read so far, against
 	// limits.ModuleLocals.
-	locals   uint64
+	locals uint64
+	// labels counts the br_table labels of the functions read so far,
+	// against moduleLabels.
+	labels   uint64
 	sections []section
 	byID     [14]*section
 

@@ -92,6 +92,45 @@ func TestBranchTableLabelsAreCapped(t *testing.T) {
 	}
 }
 
+// brTableFunctionsModule is a module of funcs functions, each one
+// br_table of labels labels as brTableModule's.
+func brTableFunctionsModule(funcs, labels int) []byte {
+	code := []byte{0x00, 0x02, 0x40, 0x20, 0x00, 0x0e}
+	code = appendU32(code, uint32(labels-1))
+	code = append(code, bytes.Repeat([]byte{0}, labels)...)
+	code = append(code, 0x0b, 0x20, 0x00, 0x0b)
+	types := appendU32(nil, uint32(funcs))
+	bodies := appendU32(nil, uint32(funcs))
+	for range funcs {
+		types = append(types, 0)
+		bodies = append(append(bodies, body(code)...), code...)
+	}
+	return bytes.Join([][]byte{
+		[]byte("\x00asm\x01\x00\x00\x00"),
+		sec(secType, []byte{1, 0x60, 1, 0x7f, 1, 0x7f}),
+		sec(secFunction, types),
+		sec(secMemory, []byte{1, 0, 1}),
+		sec(secCode, bodies),
+	}, nil)
+}
+
+// TestBranchTableLabelsAreCappedPerModule: functions each within the cap
+// are refused together past one label per 16 bytes of the module (sixteen
+// at the cap in 64 KiB took wazevo 0.27–0.37 s of CPU), with the limit's
+// key; a module of 16 bytes a label passes.
+func TestBranchTableLabelsAreCappedPerModule(t *testing.T) {
+	perFunc := int(DefaultLimits.BranchTableEntries) - 1
+	dense := brTableFunctionsModule(16, perFunc)
+	_, err := Instrument(dense)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "branch_table_entries" || !strings.Contains(err.Error(), "all functions") {
+		t.Fatalf("16 functions of %d labels in %d bytes: error %v, want branch_table_entries for all functions", perFunc, len(dense), err)
+	}
+	if _, err := Instrument(brTableFunctionsModule(1, perFunc)); err != nil {
+		t.Fatalf("one function of %d labels: %v", perFunc, err)
+	}
+}
+
 // TestRewriteFactorBoundsTheOutput: a module that grows more than the
 // rewrite factor allows is refused with the limit's key. Nested empty
 // loops are the densest input: each loop of 3 bytes gains a wrapper and
