@@ -37,6 +37,8 @@ func TestLoadExample(t *testing.T) {
 			CPUWaitLowWater:     2 * time.Millisecond,
 			SetupWait:           2 * time.Second,
 			StallTimeout:        5 * time.Second,
+			CallCPUShare:        0.5,
+			FrameDeadline:       20 * time.Millisecond,
 		},
 		PluginLimits: config.PluginLimits{
 			Module:         preempt.DefaultLimits,
