@@ -196,13 +196,10 @@ func now() int64 { return int64(time.Since(clockBase)) }
 
 var clockBase = time.Now()
 
-// Deadline turns a time into the scheduler's deadline for Acquire.
-func Deadline(t time.Time) int64 { return int64(t.Sub(clockBase)) }
-
 // Now is the scheduler's clock, the deadline of work due now.
 func Now() int64 { return now() }
 
-// Acquire waits for a slot for work due by deadline (see Deadline) and
+// Acquire waits for a slot for work due by deadline (on the clock of Now) and
 // returns how long it waited.
 func (l *Lease) Acquire(deadline int64) time.Duration {
 	s := l.call.s

@@ -862,6 +862,9 @@ func (c *call) finish() {
 	if c.bot != nil {
 		attrs = append(attrs, c.bot.summary()...)
 	}
+	if c.cpu != nil {
+		attrs = append(attrs, "plugin_cpu", c.cpu.acct.CPU().Round(time.Microsecond))
+	}
 	if c.reason != "" {
 		attrs = append(attrs, "reason", c.reason)
 	}
