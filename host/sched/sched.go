@@ -138,6 +138,8 @@ type Call struct {
 	window [buckets]int64
 	epoch  int64
 	total  atomic.Int64
+	// recent is the window's sum at the last charge (Recent).
+	recent atomic.Int64
 
 	// onCharge, if not nil, hears of every charge (the route's cost).
 	onCharge func(ns int64)
@@ -315,7 +317,12 @@ func (c *Call) add(ns int64) {
 	c.mu.Lock()
 	c.rotate(now())
 	c.window[c.epoch%buckets] += ns
+	var sum int64
+	for _, b := range c.window {
+		sum += b
+	}
 	c.mu.Unlock()
+	c.recent.Store(sum)
 	c.total.Add(ns)
 	if c.onCharge != nil {
 		c.onCharge(ns)
@@ -403,7 +410,15 @@ func (c *Call) Forgive() {
 	c.mu.Lock()
 	c.window = [buckets]int64{}
 	c.mu.Unlock()
+	c.recent.Store(0)
 }
+
+// Recent is Usage as of the call's last charge, read without a lock: a
+// check made after every frame (its quota) reads it, since the frame it
+// follows has just charged. It can be higher than Usage, never lower
+// between charges, so a check under a limit is exact; one over it asks
+// Usage.
+func (c *Call) Recent() float64 { return float64(c.recent.Load()) / float64(Window) }
 
 // CPU is the CPU time the call's plugin work used since it began.
 func (c *Call) CPU() time.Duration { return time.Duration(c.total.Load()) }

@@ -45,7 +45,6 @@ type metrics struct {
 	bargeIns         *prometheus.CounterVec
 	pluginFrame      *prometheus.HistogramVec
 
-	callCPU    *prometheus.CounterVec
 	framesLate *prometheus.CounterVec
 	schedWait  prometheus.Histogram
 	degraded   *prometheus.CounterVec
@@ -176,9 +175,6 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		Help:    "Time of one frame in one plugin, sampled (one frame in sample_every per call), by route (pipeline), direction (inbound, outbound) and plugin.",
 		Buckets: prometheus.ExponentialBuckets(1e-7, 2.5, 14),
 	}, []string{"pipeline", "direction", "plugin"})
-	m.callCPU = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "voxhost_call_cpu_seconds", Help: "Thread CPU time calls spent in their plugins, by route: what admission predicts a new call of the route costs from.",
-	}, []string{"route"})
 	m.framesLate = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_frames_late_total", Help: "Frames answered after their deadline (limits.frame_deadline after the caller's frame was read; a bot's frame after it was due to play), by direction.",
 	}, []string{"direction"})
@@ -193,7 +189,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	m.degraded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_calls_degraded_total", Help: "Plugins bypassed in calls over their CPU quota (over_quota: bypass_costliest), by route.",
 	}, []string{"route"})
-	m.registry.MustRegister(m.pluginFrame, m.callCPU, m.framesLate, m.schedWait, m.degraded)
+	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)

@@ -118,7 +118,7 @@ type realtime struct {
 	lateStreak int
 	contended  int64
 	// lateNow is set while, for shedLateStreak intervals in a row, more
-	// than shedLateShare of at least shedLateFrames frames were late:
+	// than shedLateShare of at least admitLateFrames frames were late:
 	// admission refuses new calls then, whatever it predicts; lateCount
 	// counts that streak.
 	lateNow   atomic.Bool
@@ -141,14 +141,12 @@ type realtime struct {
 // routeCost is what one route's calls cost: their plugin CPU, measured
 // per call over each sample interval.
 type routeCost struct {
-	name   string
 	calls  atomic.Int64
 	cpuNs  atomic.Int64
 	lastNs int64
 	// lastCalls is calls at the last sample.
 	lastCalls int64
 	perCall   atomic.Uint64 // cores per call, math.Float64bits
-	seconds   prometheus.Counter
 }
 
 func newRealtime(opts Options, m *metrics) *realtime {
@@ -167,12 +165,30 @@ func newRealtime(opts Options, m *metrics) *realtime {
 			wait.Observe(d.Seconds())
 		}
 	}})
+	m.registry.MustRegister(rt)
 	return rt
 }
 
-// cost is the route's cost record, made on first use; metrics carries
-// voxhost_call_cpu_seconds.
-func (rt *realtime) cost(name string, m *metrics) *routeCost {
+// callCPUDesc is voxhost_call_cpu_seconds, which realtime collects from its
+// route records: the CPU a frame charged is counted once, in cpuNs.
+var callCPUDesc = prometheus.NewDesc("voxhost_call_cpu_seconds",
+	"Thread CPU time calls spent in their plugins, by route: what admission predicts a new call of the route costs from.",
+	[]string{"route"}, nil)
+
+// Describe implements prometheus.Collector.
+func (rt *realtime) Describe(ch chan<- *prometheus.Desc) { ch <- callCPUDesc }
+
+// Collect implements prometheus.Collector.
+func (rt *realtime) Collect(ch chan<- prometheus.Metric) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for name, rc := range rt.routes {
+		ch <- prometheus.MustNewConstMetric(callCPUDesc, prometheus.CounterValue, float64(rc.cpuNs.Load())/1e9, name)
+	}
+}
+
+// cost is the route's cost record, made on first use.
+func (rt *realtime) cost(name string) *routeCost {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rc := rt.routes[name]
@@ -181,7 +197,7 @@ func (rt *realtime) cost(name string, m *metrics) *routeCost {
 		// the host's part is: a route nobody has called yet would
 		// otherwise cost nothing, and a burst into it would all be let
 		// in (1,440 calls at once: 831 admitted, p50 47 ms).
-		rc = &routeCost{name: name, seconds: m.callCPU.WithLabelValues(name)}
+		rc = &routeCost{}
 		rc.perCall.Store(math.Float64bits(rt.prior))
 		rt.routes[name] = rc
 	}
@@ -270,8 +286,8 @@ func (s *Server) admits(name string) (string, bool) {
 	if s.rt.lateNow.Load() {
 		return "overloaded: the admitted calls' frames are late (more than 1% of them for 300 ms)", false
 	}
-	next := s.rt.cost(name, s.metrics)
-	fallback := s.rt.cost(set.defaultName, s.metrics)
+	next := s.rt.cost(name)
+	fallback := s.rt.cost(set.defaultName)
 	cores := float64(s.rt.sched.Slots())
 	limit := s.opts.CPUHighWater * cores
 	p := s.rt.predicted(s.active.Load(), fallback, next)
@@ -297,13 +313,10 @@ type callCPU struct {
 // made (their plugins yield through the leases).
 func (c *call) openCPU(route *Route) {
 	rt := c.s.rt
-	rc := rt.cost(route.Name, c.s.metrics)
+	rc := rt.cost(route.Name)
 	rc.calls.Add(1)
 	rt.live.Add(1)
-	acct := rt.sched.NewCall(func(ns int64) {
-		rc.cpuNs.Add(ns)
-		rc.seconds.Add(float64(ns) / 1e9)
-	})
+	acct := rt.sched.NewCall(func(ns int64) { rc.cpuNs.Add(ns) })
 	c.cpu = &callCPU{acct: acct, in: acct.NewLease(), out: acct.NewLease(), route: rc}
 	c.cpuLive.Store(c.cpu)
 }
@@ -332,6 +345,9 @@ func (rt *realtime) onTime(deadline int64, late prometheus.Counter) {
 // the goroutine that runs ps (the pipelines whose frame just ran, in the
 // order their stages are tried); false ends the call.
 func (c *call) overQuota(ps ...*pipeline.Pipeline) bool {
+	if c.cpu.acct.Recent() <= c.s.rt.quota && !c.cpu.shed.Load() {
+		return true
+	}
 	used := c.cpu.acct.Usage()
 	reason, why := shedQuota, ""
 	switch {
