@@ -82,9 +82,11 @@ type Scheduler struct {
 
 	// nwait mirrors len(waiting) for Yield's lock-free fast path.
 	nwait atomic.Int32
-	// waited and acquired are totals for Stats.
-	waitedNs, acquired, contended atomic.Int64
-	onWait                        func(time.Duration)
+	// contended counts the acquisitions that waited, for Stats. Only
+	// they pay for it: a shared counter of every acquisition would be a
+	// cache line every core writes on every frame.
+	contended atomic.Int64
+	onWait    func(time.Duration)
 }
 
 // New makes a Scheduler.
@@ -104,19 +106,16 @@ func (s *Scheduler) Slots() int { return s.slots }
 
 // Stats are a Scheduler's totals since it was made.
 type Stats struct {
-	// Acquired counts slot acquisitions (and re-acquisitions after a
-	// yield); Contended those that had to wait.
-	Acquired, Contended int64
-	// Waited is the total time acquisitions waited.
-	Waited time.Duration
+	// Contended counts the slot acquisitions (and re-acquisitions after
+	// a yield) that had to wait (their times go to Options.OnWait).
+	Contended int64
 	// Waiting is how many calls wait for a slot now.
 	Waiting int
 }
 
 // Stats returns the totals so far.
 func (s *Scheduler) Stats() Stats {
-	return Stats{Acquired: s.acquired.Load(), Contended: s.contended.Load(),
-		Waited: time.Duration(s.waitedNs.Load()), Waiting: int(s.nwait.Load())}
+	return Stats{Contended: s.contended.Load(), Waiting: int(s.nwait.Load())}
 }
 
 // share is the fair share of one call: the slots over the open calls, in
@@ -193,13 +192,11 @@ type Lease struct {
 // NewLease makes a lease on the call's account for one goroutine.
 func (c *Call) NewLease() *Lease { return &Lease{call: c, wake: make(chan struct{}, 1)} }
 
-// now is the scheduler's clock: monotonic nanoseconds.
-func now() int64 { return int64(time.Since(clockBase)) }
-
 var clockBase = time.Now()
 
-// Now is the scheduler's clock, the deadline of work due now.
-func Now() int64 { return now() }
+// Now is the scheduler's clock, monotonic nanoseconds: the deadline of
+// work due now.
+func Now() int64 { return int64(time.Since(clockBase)) }
 
 // Acquire waits for a slot for work due by deadline (on the clock of Now) and
 // returns how long it waited.
@@ -210,7 +207,6 @@ func (l *Lease) Acquire(deadline int64) time.Duration {
 		s.free--
 		l.deadline = deadline
 		s.mu.Unlock()
-		s.acquired.Add(1)
 		l.hold()
 		return 0
 	}
@@ -232,14 +228,13 @@ func (l *Lease) Acquire(deadline int64) time.Duration {
 			s.onWait(waited)
 		}
 	}
-	s.acquired.Add(1)
 	l.hold()
 	return waited
 }
 
 func (l *Lease) hold() {
 	l.holding = true
-	l.heldSince = now()
+	l.heldSince = Now()
 	l.started, l.chargedTo = l.heldSince, l.heldSince
 }
 
@@ -256,11 +251,10 @@ func (l *Lease) queue(next *Lease) time.Duration {
 	if next != nil {
 		next.wake <- struct{}{}
 	}
-	t0 := now()
+	t0 := Now()
 	<-l.wake
-	waited := time.Duration(now() - t0)
+	waited := time.Duration(Now() - t0)
 	s.contended.Add(1)
-	s.waitedNs.Add(int64(waited))
 	return waited
 }
 
@@ -295,7 +289,7 @@ func (l *Lease) charge() {
 		ns = int64(cpu - l.cpuFrom)
 		l.cpuFrom = cpu
 	} else {
-		t := now()
+		t := Now()
 		ns = t - l.chargedTo
 		l.chargedTo = t
 	}
@@ -315,7 +309,7 @@ func (l *Lease) countCPU() {
 
 func (c *Call) add(ns int64) {
 	c.mu.Lock()
-	c.rotate(now())
+	c.rotate(Now())
 	c.window[c.epoch%buckets] += ns
 	var sum int64
 	for _, b := range c.window {
@@ -346,7 +340,7 @@ func (l *Lease) Yield() time.Duration {
 		l.countCPU()
 	}
 	s := l.call.s
-	t := now()
+	t := Now()
 	if t-l.heldSince < s.quantum {
 		return 0
 	}
@@ -356,7 +350,7 @@ func (l *Lease) Yield() time.Duration {
 	// only after 10 ms (one healthy call beside six 16 ms frames on one
 	// core waited 50 ms at p99 before it could even ask).
 	runtime.Gosched()
-	after := now()
+	after := Now()
 	paused := time.Duration(after - t)
 	l.heldSince = after
 	if s.nwait.Load() == 0 {
@@ -385,7 +379,7 @@ func (l *Lease) Yield() time.Duration {
 	if s.onWait != nil {
 		s.onWait(waited)
 	}
-	l.heldSince = now()
+	l.heldSince = Now()
 	l.cpuFrom = ThreadCPUTime()
 	return paused + waited
 }
@@ -395,7 +389,7 @@ func (l *Lease) Yield() time.Duration {
 // whole window, so a start-up burst is not held against it twice.
 func (c *Call) Usage() float64 {
 	c.mu.Lock()
-	c.rotate(now())
+	c.rotate(Now())
 	var sum int64
 	for _, ns := range c.window {
 		sum += ns

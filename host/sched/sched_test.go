@@ -87,7 +87,7 @@ func TestUsageAgesOutOfTheWindow(t *testing.T) {
 	s := New(Options{Slots: 1})
 	c := s.NewCall(nil)
 	c.mu.Lock()
-	c.rotate(now())
+	c.rotate(Now())
 	c.window[c.epoch%buckets] = int64(300 * time.Millisecond)
 	// As if the charge had been made a whole window ago.
 	c.epoch -= buckets
