@@ -35,6 +35,9 @@ APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binar
 	/usr/bin/rustc:rustc /usr/bin/cargo:cargo \
 	/usr/lib/rustlib/wasm32-unknown-unknown:libstd-rust-dev-wasm32 \
 	/usr/include/wasm32-wasi:wasi-libc node:nodejs npm:npm /usr/bin/chromium:chromium
+# The field's resamplers, which plugins/resample's fidelity test measures the
+# stock one beside (through cgo, internal/refresample).
+APT_TOOLS += /usr/include/soxr.h:libsoxr-dev /usr/include/speex/speex_resampler.h:libspeexdsp-dev
 toolchains:
 	@missing=""; \
 	for tool in $(APT_TOOLS); do \
