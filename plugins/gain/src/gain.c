@@ -7,13 +7,21 @@
  * The product is split so that it fits 32-bit lanes: with g = hi 65536 + lo
  * (lo < 65536), (x g + 32768) >> 16 = x hi + ((x lo + 32768) >> 16) exactly,
  * since x hi 65536 is a multiple of 65536; |x lo| < 2^31 and |x hi| < 2^24.
- * So eight samples go through the WebAssembly SIMD lanes at once (i32x4
- * products, a saturating narrow back to i16x8), with the same bits as the
- * scalar 64-bit form (gain_test.go checks every input at several gains).
+ * So eight samples go through four-lane vectors at a time (GCC vector types:
+ * WebAssembly SIMD here, SSE when the same source is compiled natively),
+ * with the same bits as the scalar 64-bit form (gain_test.go checks every
+ * input at several gains).
  */
 #define VOXHOST_IMPLEMENTATION
 #include "voxhost.h"
+#ifdef __wasm_simd128__
 #include <wasm_simd128.h>
+#endif
+
+typedef int16_t i16x8 __attribute__((vector_size(16)));
+typedef int16_t i16x8_unaligned __attribute__((vector_size(16), aligned(2)));
+typedef int16_t i16x4 __attribute__((vector_size(8)));
+typedef int32_t i32x4 __attribute__((vector_size(16)));
 
 static int32_t gain_q16 = 65536;
 
@@ -32,19 +40,33 @@ VOX_INIT {
 }
 
 /* x g / 65536, rounded, for four samples in 32-bit lanes. */
-static inline v128_t scale4(v128_t x, v128_t hi, v128_t lo, v128_t half) {
-    return wasm_i32x4_add(wasm_i32x4_mul(x, hi), wasm_i32x4_shr(wasm_i32x4_add(wasm_i32x4_mul(x, lo), half), 16));
+static inline i32x4 scale4(i16x4 x16, int32_t hi, int32_t lo) {
+    i32x4 x = __builtin_convertvector(x16, i32x4);
+    return x * hi + ((x * lo + 32768) >> 16);
+}
+
+/* Eight 32-bit lanes saturated to 16 bits: one instruction in WebAssembly,
+ * a clamp and a truncation in C's vectors elsewhere. */
+static inline i16x8 narrow8(i32x4 a, i32x4 b) {
+#ifdef __wasm_simd128__
+    return (i16x8)wasm_i16x8_narrow_i32x4((v128_t)a, (v128_t)b);
+#else
+    i32x4 m = a > 32767, n = a < -32768;
+    a = (((a & ~m) | (32767 & m)) & ~n) | (-32768 & n);
+    m = b > 32767, n = b < -32768;
+    b = (((b & ~m) | (32767 & m)) & ~n) | (-32768 & n);
+    i16x4 a16 = __builtin_convertvector(a, i16x4), b16 = __builtin_convertvector(b, i16x4);
+    return __builtin_shufflevector(a16, b16, 0, 1, 2, 3, 4, 5, 6, 7);
+#endif
 }
 
 VOX_PROCESS {
     int16_t *s = vox_samples();
     int32_t hi = gain_q16 >> 16, lo = gain_q16 & 0xffff, i = 0;
-    v128_t vhi = wasm_i32x4_splat(hi), vlo = wasm_i32x4_splat(lo), half = wasm_i32x4_splat(32768);
     for (; i + 8 <= samples; i += 8) {
-        v128_t x = wasm_v128_load(s + i);
-        v128_t a = scale4(wasm_i32x4_extend_low_i16x8(x), vhi, vlo, half);
-        v128_t b = scale4(wasm_i32x4_extend_high_i16x8(x), vhi, vlo, half);
-        wasm_v128_store(s + i, wasm_i16x8_narrow_i32x4(a, b));
+        i16x8 x = *(i16x8_unaligned *)(s + i);
+        *(i16x8_unaligned *)(s + i) = narrow8(scale4(__builtin_shufflevector(x, x, 0, 1, 2, 3), hi, lo),
+                                             scale4(__builtin_shufflevector(x, x, 4, 5, 6, 7), hi, lo));
     }
     for (; i < samples; i++) {
         int32_t x = s[i];
