@@ -17,22 +17,6 @@ type counter struct{ n int64 }
 
 func (c *counter) Emit(_, _ string, _ []byte) { c.n++ }
 
-// run pushes pcm through p in frames of frame bytes and returns the output.
-func run(t *testing.T, p *pipeline.Pipeline, pcm []byte, frame int) []byte {
-	t.Helper()
-	var out []byte
-	src := &pipeline.PCM{}
-	for off := 0; off < len(pcm); off += frame {
-		src.Frame = pcm[off:min(off+frame, len(pcm))]
-		view, err := p.Process(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, view...)
-	}
-	return out
-}
-
 // TestSameBitsAsWebAssembly: each native build, given the config and the
 // audio its WebAssembly build gets, produces the same samples bit for bit
 // and emits as many events: the native column of bench hop measures the
@@ -65,7 +49,7 @@ func TestSameBitsAsWebAssembly(t *testing.T) {
 		}
 		frame := tc.rate / 50 * 2
 		wasmEvents := &counter{}
-		want := run(t, hosttest.Pipeline(t, c, spec, pipeline.CallConfig{InputRate: tc.rate, Sink: wasmEvents}), pcm, frame)
+		want := hosttest.Process(t, hosttest.Pipeline(t, c, spec, pipeline.CallConfig{InputRate: tc.rate, Sink: wasmEvents}), pcm, frame)
 
 		s, err := nativeplugin.Open(tc.plugin, config, tc.rate)
 		if err != nil {
@@ -76,7 +60,7 @@ func TestSameBitsAsWebAssembly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := run(t, p, pcm, frame)
+		got := hosttest.Process(t, p, pcm, frame)
 		p.Close(t.Context())
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: the native build's %d bytes differ from the WebAssembly build's %d", spec, len(got), len(want))
