@@ -20,6 +20,7 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/nativeplugin"
 )
 
 func newCatalog(t testing.TB) *catalog.Catalog {
@@ -43,8 +44,15 @@ func TestHopMeasuresEveryPluginAtEveryDepth(t *testing.T) {
 		t.Fatalf("%d rows, want passthrough and gain at 2 depths", len(rows))
 	}
 	for _, r := range rows {
-		if r.NsPerFrame <= 0 || r.NativeNsPerHop <= 0 || r.Ratio <= 0 {
+		if r.NsPerFrame <= 0 {
 			t.Fatalf("row without timings: %+v", r)
+		}
+		want := map[string]string{"passthrough": bench.NativeGo, "gain": bench.NativeC}[r.Plugin]
+		if !nativeplugin.Available(r.Plugin) && r.Plugin != "passthrough" {
+			want = "" // a build without cgo
+		}
+		if r.Native != want || (want != "") != (r.NativeNsPerHop > 0 && r.Ratio > 0) {
+			t.Fatalf("%s: native column measured %q (%+v), want %q", r.Plugin, r.Native, r, want)
 		}
 		if r.AllocsPerFrame > 0.01 {
 			t.Fatalf("%s at depth %d allocates %.2f per frame", r.Plugin, r.Depth, r.AllocsPerFrame)
@@ -55,6 +63,19 @@ func TestHopMeasuresEveryPluginAtEveryDepth(t *testing.T) {
 	}
 	var sb strings.Builder
 	if err := bench.WriteHopTable(&sb, rows); err != nil || !strings.Contains(sb.String(), "wasm/native") {
+		t.Fatalf("table: %v\n%s", err, sb.String())
+	}
+	// A plugin without a native build has an empty native column, said so
+	// under the table.
+	rows, err = bench.Hop(context.Background(), newCatalog(t), bench.HopConfig{Plugins: []string{"gate"}, Depths: []int{1}, Frames: 200, Reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := rows[1]; g.Native != "" || g.NativeNsPerHop != 0 || g.Ratio != 0 {
+		t.Fatalf("gate has native figures: %+v", g)
+	}
+	sb.Reset()
+	if err := bench.WriteHopTable(&sb, rows); err != nil || !strings.Contains(sb.String(), "no native build: gate") {
 		t.Fatalf("table: %v\n%s", err, sb.String())
 	}
 	if _, err := bench.Hop(context.Background(), newCatalog(t), bench.HopConfig{Depths: []int{0}}); err == nil {

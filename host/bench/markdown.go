@@ -51,12 +51,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		p("| %d | %.0f | %.1f | %.1f | %.2f× | ±%.0f%% | %.2f |", h.Depth, h.NsPerFrame, h.NsPerHop, h.NativeNsPerHop, h.Ratio, 50*h.Spread, h.AllocsPerFrame)
 	}
 	p("")
-	p("Stock plugins, one stage, ns per 20 ms frame (default config), and their cost beyond a passthrough hop:")
+	p("Stock plugins, one stage, ns per 20 ms frame (default config), their cost beyond a passthrough hop,")
+	p("and — interleaved — the plugin's own C source compiled for the host (internal/nativeplugin; — where")
+	p("there is none: Rust, AssemblyScript, or a build without cgo):")
 	p("")
-	p("| plugin | ns/frame | over passthrough, ns | allocs/frame |")
-	p("|---|---:|---:|---:|")
+	p("| plugin | ns/frame | over passthrough, ns | native ns/frame | WASM / native | allocs/frame |")
+	p("|---|---:|---:|---:|---:|---:|")
 	for _, h := range r.PluginHop {
-		p("| %s | %.0f | %.0f | %.2f |", h.Plugin, h.NsPerFrame, h.OverPassthroughNsPerHop, h.AllocsPerFrame)
+		native, ratio := "—", "—"
+		if h.Native == NativeC {
+			native, ratio = fmt.Sprintf("%.0f", h.NativeNsPerHop), fmt.Sprintf("%.2f×", h.Ratio)
+		}
+		p("| %s | %.0f | %.0f | %s | %s | %.2f |", h.Plugin, h.NsPerFrame, h.OverPassthroughNsPerHop, native, ratio, h.AllocsPerFrame)
 	}
 	p("")
 	for _, s := range r.PluginSkipped {

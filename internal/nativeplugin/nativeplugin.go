@@ -4,6 +4,7 @@ package nativeplugin
 
 /*
 #cgo CFLAGS: -O2 -I${SRCDIR}/../../sdk/c -Wno-attributes -Wno-pointer-to-int-cast
+#cgo amd64 CFLAGS: -msse4.1
 #cgo LDFLAGS: -lm
 #include "native.h"
 
