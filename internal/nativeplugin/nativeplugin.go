@@ -17,17 +17,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 
 	"github.com/voxhost/voxhost/abi"
 )
 
-// builds are the plugins compiled in, by stock name.
+// builds are the plugins compiled in, by stock name: none on an amd64 CPU
+// without SSE4.1, which they are compiled for (as wazero's compiler, the
+// other side of the comparison, uses it).
 var builds = map[string]*C.vox_native_plugin{
 	"gain":     &C.vox_native_gain,
 	"resample": &C.vox_native_resample,
 	"vad":      &C.vox_native_vad,
+}
+
+func init() {
+	if runtime.GOARCH == "amd64" && !cpu.X86.HasSSE41 {
+		builds = nil
+	}
 }
 
 // open marks the builds that have a Stage: their state is C globals.
