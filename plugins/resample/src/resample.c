@@ -74,7 +74,7 @@ static double rs_i0(double x) {
     return sum;
 }
 
-static int32_t to_rate, in_rate;
+static int32_t to_rate;
 static int32_t up = 1, down = 1;       /* L and M, coprime */
 static int32_t k_taps;                 /* K, padded: taps per branch */
 static int32_t hist_len;               /* K - 1 input samples kept */
@@ -164,6 +164,11 @@ VOX_RATE {
     return to_rate;
 }
 
+static inline int16_t to_sample(float y) {
+    y = y > 32767.0f ? 32767.0f : y < -32768.0f ? -32768.0f : y;
+    return (int16_t)__builtin_rintf(y);
+}
+
 /* Four float lanes: WebAssembly's f32x4 (SSE natively); the unaligned one
  * reads the history at any sample. */
 typedef float f32x4 __attribute__((vector_size(16)));
@@ -172,20 +177,41 @@ typedef float f32x4_unaligned __attribute__((vector_size(16), aligned(4)));
 /* The dot product of k (a multiple of 8) samples with a branch: two sums of
  * four lanes (two, so that one addition need not wait for the other),
  * added lane by lane, then pairwise. */
+static inline float total(f32x4 a, f32x4 b) {
+    a += b;
+    return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
 static inline float dot(const float *x, const float *h, int32_t k) {
     f32x4 a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
     for (int32_t i = 0; i < k; i += 8) {
         a += *(const f32x4_unaligned *)(x + i) * *(const f32x4 *)(h + i);
         b += *(const f32x4_unaligned *)(x + i + 4) * *(const f32x4 *)(h + i + 4);
     }
-    a += b;
-    return (a[0] + a[2]) + (a[1] + a[3]);
+    return total(a, b);
 }
 
-static inline int16_t to_sample(float y) {
-    y = y > 32767.0f ? 32767.0f : y < -32768.0f ? -32768.0f : y;
-    return (int16_t)__builtin_rintf(y);
+/* Upsampling by the constant L (inlined, so that the 2 L sums stay in
+ * registers): the L outputs of input sample j share its window, so each
+ * load of the history serves L products, where dot would load it L times
+ * (a WebAssembly load is checked against the memory's bounds). Each output
+ * adds the same products in the same order as dot, so the bits are its. */
+static inline __attribute__((always_inline)) void up_by(const int32_t L, int16_t *s, int32_t n) {
+    for (int32_t j = 0; j < n; j++) {
+        const float *x = work + j;
+        f32x4 a[MAX_RATIO], b[MAX_RATIO];
+        for (int32_t p = 0; p < L; p++) a[p] = b[p] = (f32x4){0, 0, 0, 0};
+        for (int32_t i = 0; i < k_taps; i += 8) {
+            f32x4 x0 = *(const f32x4_unaligned *)(x + i), x1 = *(const f32x4_unaligned *)(x + i + 4);
+            for (int32_t p = 0; p < L; p++) {
+                a[p] += x0 * *(const f32x4 *)(coef + p * k_taps + i);
+                b[p] += x1 * *(const f32x4 *)(coef + p * k_taps + i + 4);
+            }
+        }
+        for (int32_t p = 0; p < L; p++) s[L * j + p] = to_sample(total(a[p], b[p]));
+    }
 }
+
 
 /* Resamples the n samples at the start of the buffer in place. */
 NO_LIBC static int32_t resample(int32_t n) {
@@ -193,6 +219,15 @@ NO_LIBC static int32_t resample(int32_t n) {
     float *in = work + hist_len;
     for (int32_t i = 0; i < n; i++) in[i] = (float)s[i];
     int32_t out = 0, t = position, end = n * up;
+    if (down == 1) { /* up by L, position always 0 */
+        switch (up) {
+        case 2: up_by(2, s, n); break;
+        case 3: up_by(3, s, n); break;
+        case 4: up_by(4, s, n); break;
+        case 6: up_by(6, s, n); break;
+        }
+        out = t = end;
+    }
     for (; t < end; t += down) {
         int32_t j = t / up, p = t - j * up;
         s[out++] = to_sample(dot(work + j, coef + p * k_taps, k_taps));
