@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -479,5 +480,33 @@ func TestServerStats(t *testing.T) {
 	}
 	if serverStats(nil, during, after) != nil {
 		t.Error("stats without a reading before the point")
+	}
+}
+
+// TestPhasesOfEveryFirstCallsAreSpread checks that the frames of the first n
+// calls of a run — the ones a host admits from a surge — are spread over
+// the period, for every n, not only those of all the calls.
+func TestPhasesOfEveryFirstCallsAreSpread(t *testing.T) {
+	const calls = 1440
+	r := &runner{period: 20 * time.Millisecond, calls: make([]*call, calls)}
+	for _, n := range []int{2, 10, 100, 425, calls} {
+		phases := make([]time.Duration, n)
+		for i := range phases {
+			phases[i] = r.phase(i)
+			if phases[i] < 0 || phases[i] >= r.period {
+				t.Fatalf("phase(%d) = %v, outside [0, %v)", i, phases[i], r.period)
+			}
+		}
+		slices.Sort(phases)
+		widest := phases[0] + r.period - phases[n-1] // the gap around the period's end
+		for i := 1; i < n; i++ {
+			widest = max(widest, phases[i]-phases[i-1])
+		}
+		// The golden ratio's points leave gaps of at most φ²/n of the
+		// period (the three-distance theorem); phases i/calls of the
+		// period would leave one of (calls-n+1)/calls.
+		if limit := r.period * 27 / 10 / time.Duration(n); widest > limit {
+			t.Errorf("first %d calls: widest gap between phases %v, want ≤ %v", n, widest, limit)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net/http"
 	"runtime"
 	"slices"
@@ -246,11 +247,21 @@ func speechFrame(f codec.Format) []byte {
 	return enc[mid : mid+n : mid+n] // mid-syllable
 }
 
-// phase is call i's offset within a frame period: the calls' frames are
-// spread evenly over it, not sent in one burst per period.
+// phase is call i's offset within a frame period: the fractional part of
+// i times the golden ratio, so that the frames of any first n calls are
+// spread evenly over the period, not only those of all of them. A host that
+// admits the first calls of a surge and refuses the rest then serves calls
+// whose phases are as independent of their dial order as real callers'
+// are; with phases i/N of the period, its admitted third would all send in
+// the first third of every period.
 func (r *runner) phase(i int) time.Duration {
-	return r.period * time.Duration(i) / time.Duration(len(r.calls))
+	offset, _ := bits.Mul64(uint64(i)*goldenFraction, uint64(r.period))
+	return time.Duration(offset)
 }
+
+// goldenFraction is 2^64 divided by the golden ratio: multiplying by it
+// modulo 2^64 keeps the fractional part of i/φ in 64 bits.
+const goldenFraction = 0x9E3779B97F4A7C15
 
 // dialAt is when call i connects: its share of the ramp, rounded down to a
 // whole period so that the ramp does not disturb the phases, plus its phase.
