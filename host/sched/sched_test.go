@@ -274,6 +274,37 @@ func TestChargesAreThreadCPUTimeAfterATick(t *testing.T) {
 	}
 }
 
+// TestAWallTimeChargeOverMeasureAboveIsMeasuredAfter: a hold that ends
+// before a tick is charged in wall time, which counts a thread that was
+// descheduled (here: asleep) as busy; once that passes MeasureAbove, the
+// window is emptied of it and every hold after is charged the thread's
+// CPU time, so the call's use is what it really used.
+func TestAWallTimeChargeOverMeasureAboveIsMeasuredAfter(t *testing.T) {
+	s := New(Options{Slots: 1, MeasureAbove: 0.01})
+	c := s.NewCall(nil)
+	l := c.NewLease()
+	idleHold := func() {
+		l.Acquire(Now())
+		time.Sleep(20 * time.Millisecond) // the work under test: a hold that uses no CPU
+		l.Release()
+	}
+	idleHold()
+	if c.Usage() != 0 || !c.measured.Load() {
+		t.Fatalf("after 20 ms of wall time over a 10 ms mark: use %v, measured %v; want the window emptied and the call measured", c.Usage(), c.measured.Load())
+	}
+	idleHold()
+	if u := c.Usage(); u >= 0.005 {
+		t.Fatalf("a measured call asleep for 20 ms charged %.1f ms", u*1000)
+	}
+	l.Acquire(Now())
+	for start := ThreadCPUTime(); ThreadCPUTime()-start < 20*time.Millisecond; {
+	}
+	l.Release()
+	if u := c.Usage(); u < 0.02 {
+		t.Fatalf("a measured call that used 20 ms of CPU charged %.1f ms", u*1000)
+	}
+}
+
 func TestAcquireReleaseAllocatesNothing(t *testing.T) {
 	s := New(Options{Slots: 1})
 	l := s.NewCall(nil).NewLease()

@@ -308,7 +308,7 @@ func echoCall(url string, k, frames int) error {
 				return
 			}
 			if want := stamp(k, i); string(msg) != string(want) {
-				done <- fmt.Errorf("call %d: reply %d is not frame %d", k, i, i)
+				done <- fmt.Errorf("call %d: reply %d is not frame %d: got %q", k, i, i, msg)
 				return
 			}
 		}
