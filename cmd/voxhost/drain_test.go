@@ -32,11 +32,11 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/app"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 const (
@@ -496,7 +496,7 @@ func (h liveHost) dial(ctx context.Context, query string) (*websocket.Conn, *htt
 }
 
 // startHost serves cfg (the ConfigMap's, plus a pipeline with faulty test
-// plugins so that every metric family has series) through host/app, as
+// plugins so that every metric family has series) through internal/app, as
 // `voxhost serve --addr 127.0.0.1:0` would.
 func startHost(t *testing.T, cfg config.Config) liveHost {
 	t.Helper()

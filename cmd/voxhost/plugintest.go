@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/plugintest"
+	"github.com/voxhost/voxhost/internal/plugintest"
 )
 
 // pluginTestCommand is `voxhost plugin test`.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // Config is the whole configuration of a voxhost server.
@@ -54,7 +54,7 @@ type Config struct {
 	// not browsers, so no cross-site request forgery can ride on them, and
 	// they are always allowed.
 	Origins []string
-	// Console serves the browser console (host/console) on the main
+	// Console serves the browser console (internal/console) on the main
 	// listener too, at /console/, behind auth.tokens; the admin listener
 	// always serves it, behind admin.tokens.
 	Console bool

@@ -9,7 +9,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 func TestLoadExample(t *testing.T) {

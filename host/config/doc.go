@@ -3,7 +3,7 @@
 // browser origins, playout bounds and the named routes calls run: their
 // pipelines in each direction and the voice bot a call may be relayed to.
 //
-// Config is a leaf: it parses and validates, and host/app maps it onto the
+// Config is a leaf: it parses and validates, and internal/app maps it onto the
 // server. It checks an upstream with what transport and codec say (the
 // protocol, its formats and options, the URL template) so that a route
 // that cannot run is refused with its line, not at the first call.

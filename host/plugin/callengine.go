@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // Every api.Function handle of wazero's compiler is a call engine with a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/voxhost/voxhost/host/sched"
+	"github.com/voxhost/voxhost/internal/sched"
 )
 
 // NewRuntimeEnforcing is NewRuntime with budgets enforced ("fuel", what

@@ -14,7 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // DefaultMaxFrameMs is the longest frame an instance is sized for.

@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // DefaultMemoryLimitPages caps each instance's memory at 16 MiB.
@@ -329,7 +329,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 }
 
 // compileNow compiles a module the way the runtime runs it: instrumented
-// (host/preempt) so that a call that runs too long can be stopped.
+// (internal/preempt) so that a call that runs too long can be stopped.
 //
 // The instrumentation reads the whole module first, against the limits,
 // and wazero only ever sees bytes it accepted: wazero trusts the counts a
