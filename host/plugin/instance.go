@@ -216,10 +216,7 @@ func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *
 	in.mod = mod
 	in.mem = mod.Memory()
 	in.process = mod.ExportedFunction(abi.ExportProcess)
-	if stack == nil {
-		stack = NewMachineStack()
-	}
-	stack.give(in.process)
+	in.shareStack(stack)
 	if p.hasStart {
 		if err := in.callExport(preempt.ExportStart); err != nil {
 			_ = in.Close(ctx)
