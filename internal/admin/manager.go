@@ -24,7 +24,6 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/plugins"
 )
 
 // ManagerOptions describe what a Manager takes over.
@@ -209,11 +208,11 @@ func (m *Manager) Plugins() ([]PluginInfo, []Rejection) {
 		seen[v.Ref] = true
 		out = append(out, m.info(v))
 	}
-	for _, name := range plugins.Names() {
+	for _, name := range m.cat.StockNames() {
 		if seen[name] {
 			continue
 		}
-		wasm, _ := plugins.Get(name)
+		wasm, _ := m.cat.Stock(name)
 		out = append(out, PluginInfo{Name: name, SHA256: hashOf(wasm), Size: len(wasm), Source: catalog.SourceStock, UsedBy: []string{}})
 	}
 	slices.SortFunc(out, func(a, b PluginInfo) int { return strings.Compare(a.Name, b.Name) })
@@ -228,7 +227,7 @@ func (m *Manager) Plugin(name string) (PluginInfo, bool) {
 	if v, ok := m.cat.Current(name); ok {
 		return m.info(v), true
 	}
-	if wasm, ok := plugins.Get(name); ok {
+	if wasm, ok := m.cat.Stock(name); ok {
 		return PluginInfo{Name: name, SHA256: hashOf(wasm), Size: len(wasm), Source: catalog.SourceStock, UsedBy: m.usedBy(name)}, true
 	}
 	return PluginInfo{}, false
@@ -731,7 +730,7 @@ func (m *Manager) Delete(ctx context.Context, name string) (PluginInfo, error) {
 			return PluginInfo{}, fmt.Errorf("cannot delete %s: %w", path, err)
 		}
 	}
-	_, stock := plugins.Get(name)
+	_, stock := m.cat.Stock(name)
 	if !removedFile && (!loaded || cur.Source == catalog.SourceStock || cur.Source == catalog.SourcePath) {
 		if stock {
 			return PluginInfo{}, &BadRequestError{fmt.Sprintf("plugin %s is a stock plugin, built into voxhost: it cannot be deleted", name)}
