@@ -34,7 +34,6 @@ import (
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
-	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/internal/app"
 	"github.com/voxhost/voxhost/internal/signal"
 )
@@ -510,7 +509,7 @@ func startHost(t *testing.T, cfg config.Config) liveHost {
 	if cfg.Pipelines == nil {
 		cfg.Pipelines = map[string]config.Route{}
 	}
-	cfg.Pipelines["faulty"] = config.Route{Inbound: []pipeline.StageSpec{{Plugin: fixture("events")}, {Plugin: fixture("trap")}}}
+	cfg.Pipelines["faulty"] = config.Route{Inbound: []config.Stage{{Plugin: fixture("events")}, {Plugin: fixture("trap")}}}
 	if err := app.Apply(&cfg, app.Overrides{Addr: "127.0.0.1:0", CacheDir: "-", PluginsDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}

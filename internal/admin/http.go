@@ -13,14 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // DefaultMaxUploadBytes caps one uploaded module: the largest module the
-// default plugin limits accept (preempt.DefaultLimits.ModuleBytes), so a
+// default plugin limits accept (plugin.DefaultLimits.ModuleBytes), so a
 // body no load could accept is refused before it is read whole.
-var DefaultMaxUploadBytes = int64(preempt.DefaultLimits.ModuleBytes)
+var DefaultMaxUploadBytes = int64(plugin.DefaultLimits.ModuleBytes)
 
 // HandlerOptions configure the admin API.
 type HandlerOptions struct {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/httpguard"
 	"github.com/voxhost/voxhost/host/pipeline"
@@ -92,13 +93,13 @@ func Apply(cfg *config.Config, o Overrides) error {
 		if err != nil {
 			return fmt.Errorf("--pipeline: %w", err)
 		}
-		cfg.Pipelines[name] = config.Route{Inbound: stages}
+		cfg.Pipelines[name] = config.Route{Inbound: configStages(stages)}
 		cfg.DefaultPipeline = name
 	}
 	if cfg.Auth.TokensEnv != "" && len(cfg.ResolvedTokens()) == 0 {
 		return fmt.Errorf("auth.tokens_env names %s, which holds no tokens, and auth.tokens is empty: refusing to serve without auth by accident (set %s, or remove tokens_env)", cfg.Auth.TokensEnv, cfg.Auth.TokensEnv)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateChecked(Checker{}); err != nil {
 		return err
 	}
 	return checkAdmin(cfg)
@@ -159,7 +160,7 @@ type Host struct {
 // New loads every route's plugins and makes the server.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, error) {
 	rt, err := plugin.NewRuntime(ctx, plugin.Options{CacheDir: cfg.CacheDir, MemoryLimitPages: cfg.MemoryLimitPages, Logger: logger,
-		Limits: cfg.PluginLimits.Module, CompileTimeout: cfg.PluginLimits.CompileTimeout, InitBudget: cfg.PluginLimits.InitBudget})
+		Limits: plugin.Limits(cfg.PluginLimits.Module), CompileTimeout: cfg.PluginLimits.CompileTimeout, InitBudget: cfg.PluginLimits.InitBudget})
 	if err != nil {
 		return nil, err
 	}
@@ -489,8 +490,8 @@ func (h *Host) Close(ctx context.Context) {
 	_ = h.runtime.Close(ctx)
 }
 
-// LoadConfig reads the file at path, or returns the defaults when path is
-// empty.
+// LoadConfig reads the file at path, checked with Checker, or returns the
+// defaults when path is empty.
 func LoadConfig(path string) (config.Config, error) {
 	if path == "" {
 		return config.Default(), nil
@@ -498,7 +499,7 @@ func LoadConfig(path string) (config.Config, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return config.Config{}, fmt.Errorf("config file %s does not exist", path)
 	}
-	return config.Load(path)
+	return config.LoadChecked(path, Checker{})
 }
 
 // zeroMeans maps a config's 0, which means none (drain_timeout: cut calls
@@ -526,7 +527,7 @@ func routeSpecs(routes map[string]config.Route) (map[string]admin.RouteSpec, err
 		if err != nil {
 			return nil, fmt.Errorf("pipeline %s: %w", name, err)
 		}
-		specs[name] = admin.RouteSpec{Inbound: r.Inbound, Outbound: r.Outbound, Upstream: u, OverQuota: overQuota}
+		specs[name] = admin.RouteSpec{Inbound: stageSpecs(r.Inbound), Outbound: stageSpecs(r.Outbound), Upstream: u, OverQuota: overQuota}
 	}
 	return specs, nil
 }
@@ -535,11 +536,11 @@ func upstream(u *config.Upstream) (*server.Upstream, error) {
 	if u == nil {
 		return nil, nil
 	}
-	d, err := u.Dialect()
+	d, err := transport.LookupDialect(u.Protocol)
 	if err != nil {
 		return nil, err
 	}
-	f, err := u.Format()
+	f, err := codec.ParseFormat(u.Codec, u.Rate)
 	if err != nil {
 		return nil, err
 	}

@@ -77,9 +77,13 @@ func startHost(t *testing.T) *host {
 	cfg.Admin = config.Admin{Listen: "127.0.0.1:0", Tokens: []string{adminToken}}
 	cfg.Auth.Tokens = []string{callToken}
 	cfg.Limits.DrainTimeout = time.Second
+	inbound := make([]config.Stage, len(stages))
+	for i, st := range stages {
+		inbound[i] = config.Stage(st)
+	}
 	cfg.Pipelines = map[string]config.Route{
-		"talk": {Inbound: stages},
-		"bot": {Inbound: stages, Upstream: &config.Upstream{
+		"talk": {Inbound: inbound},
+		"bot": {Inbound: inbound, Upstream: &config.Upstream{
 			URL: strings.Replace(bot.URL, "http://", "ws://", 1) + botsim.Paths[botsim.ProtocolRaw] + "/{call_id}", Protocol: botsim.ProtocolRaw}},
 	}
 	cfg.DefaultPipeline = "talk"
