@@ -4,7 +4,7 @@ package config
 // than to the file: a stage's on_error policy and the largest budget_ms,
 // an upstream's URL template, protocol, codec, rate and options. Config
 // imports no runtime package (it is a leaf), so the program that maps the
-// file onto the runtime (host/app in voxhost serve) passes one to
+// file onto the runtime (internal/app in voxhost serve) passes one to
 // ParseChecked, and its errors come back at the file's line and column
 // like config's own.
 //

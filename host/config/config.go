@@ -187,7 +187,7 @@ type PluginLimits struct {
 // ModuleLimits are the keys of plugin_limits that cap what a module may
 // declare, each the field of the plugin runtime's Limits (plugin.Limits)
 // of the same name, which documents it: the two types have the same
-// fields in the same order, so that host/app converts one into the other
+// fields in the same order, so that internal/app converts one into the other
 // and a field added to one and not the other does not compile. A zero
 // field means the runtime's default; the file cannot set one to 0, which
 // would read as "no module may have any".

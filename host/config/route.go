@@ -37,7 +37,7 @@ type Route struct {
 
 // Stage is one stage of a route's pipeline, as the file writes it. It has
 // the fields of host/pipeline's StageSpec, in the same order, which
-// documents them and which host/app converts it into.
+// documents them and which internal/app converts it into.
 type Stage struct {
 	// Plugin names a stock plugin, a NAME.wasm in plugins_dir or a path
 	// to a .wasm file.
