@@ -634,7 +634,7 @@ func TestManifests(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s: ConfigMap %s has no voxhost.yaml key", cmDoc.file, cm.Metadata.Name)
 	}
-	cfg, err := config.Parse(cmDoc.file+":voxhost.yaml", []byte(cfgText))
+	cfg, err := config.ParseChecked(cmDoc.file+":voxhost.yaml", []byte(cfgText), app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1232,7 +1232,7 @@ func checkDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imgCfg, err := config.Parse(src[1:], data)
+	imgCfg, err := config.ParseChecked(src[1:], data, app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,12 @@ import (
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/internal/app"
 )
 
 func TestLoadExample(t *testing.T) {
-	c, err := config.Load("../../examples/voxhost.yaml")
+	// As voxhost serve loads it: with the runtime's checks too.
+	c, err := config.LoadChecked("../../examples/voxhost.yaml", app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,7 @@ func TestHardenedConfigLoads(t *testing.T) {
 	if !ok {
 		t.Fatal("the hardened config has no yaml block")
 	}
-	c, err := config.Parse("DEPLOY.md", []byte(block))
+	c, err := config.ParseChecked("DEPLOY.md", []byte(block), app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}

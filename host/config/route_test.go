@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voxhost/voxhost/host/config"
+	"github.com/voxhost/voxhost/internal/app"
 )
 
 func TestRoutes(t *testing.T) {
@@ -40,7 +41,7 @@ pipelines:
     inbound: [{plugin: passthrough}]
     upstream: {url: "ws://127.0.0.1:9000/", protocol: twilio}
 `
-	c, err := config.Parse("voxhost.yaml", []byte(data))
+	c, err := config.ParseChecked("voxhost.yaml", []byte(data), app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestHeadersReadTheEnvironmentAtEachLoad(t *testing.T) {
 // commented out because it dials a bot that does not exist, and loads it.
 func TestExampleRelayRoute(t *testing.T) {
 	t.Setenv("BOT_TOKEN", "example-token")
-	c, err := config.Parse("voxhost.yaml", exampleWith(t, "  # bot:"))
+	c, err := config.ParseChecked("voxhost.yaml", exampleWith(t, "  # bot:"), app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}

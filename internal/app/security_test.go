@@ -36,7 +36,7 @@ type served struct {
 func serveYAML(t *testing.T, text string) *served {
 	t.Helper()
 	text = "listen: '127.0.0.1:0'\nlimits: {drain_timeout: 1s}\npipelines:\n  p: [{plugin: passthrough}]\n" + text
-	cfg, err := config.Parse("voxhost.yaml", []byte(text))
+	cfg, err := config.ParseChecked("voxhost.yaml", []byte(text), app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}
