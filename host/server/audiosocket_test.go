@@ -16,9 +16,9 @@ import (
 
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/host/transport"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // AudioSocket calls over real TCP connections, as Asterisk's AudioSocket()

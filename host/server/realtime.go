@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/sched"
+	"github.com/voxhost/voxhost/internal/sched"
 )
 
 // Real time between calls (RATIONALE.md, "Real time between calls"): every
