@@ -92,6 +92,10 @@ static int barge_in = 0;
 
 static double thr_on, thr_off;         /* score thresholds, dB */
 static int32_t min_speech_blocks, hangover_blocks;
+#define THR_BASE 4.5               /* onset threshold at sensitivity 0, dB */
+#define THR_SLOPE 3.0              /* dB less per unit of sensitivity */
+#define HYSTERESIS 0.34            /* the threshold once a start is pending or confirmed: this share of the onset's */
+#define MINSTAT_BIAS 2.0           /* how far the 3 s minimum of a 40 ms level lies below steady noise's median, dB */
 static int32_t rate = 8000, block_len = 80;
 
 /* A biquad in transposed direct form II; a0 normalised to 1. */
@@ -155,10 +159,15 @@ VOX_INIT {
 #define MINSTAT_SPAN 50            /* blocks per minimum-statistics sub-window (0.5 s) */
 #define MINSTAT_WINDOWS 6          /* sub-windows: the guard looks 3 s back */
 #define MAX_GAP_BLOCKS 3           /* non-speech blocks a pending start survives */
+#define SMOOTH_BLOCKS 4            /* the score's window: the last 40 ms */
+#define FAR_DB 18.0                /* a block this far below the caller's speech is background */
+#define PEAK_DECAY_DB 0.01         /* per block: the caller's reference level falls 1 dB/s */
 
 enum { SILENT, PENDING, SPEECH };
 
 static float band_energy[BANDS];   /* sum of squares in the current block */
+static double band_recent[SMOOTH_BLOCKS][BANDS]; /* mean squares of the last blocks */
+static double peak_db = -200;      /* the caller's recent speech level (weighted, dBFS) */
 static int32_t block_fill;         /* samples in the current block */
 static int64_t samples_seen;       /* samples before the current block's first */
 static int64_t blocks_seen;
@@ -169,6 +178,10 @@ static int32_t minstat_count, minstat_filled;
 static int state = SILENT;
 static int64_t start_sample, last_speech_end;
 static int32_t gap_blocks;
+static int near_seen;              /* a pending start has had a near block */
+static int64_t last_near_end;      /* end of the last near speech block */
+static int32_t far_blocks;         /* speech blocks since the last near one */
+#define FAR_HANG_BLOCKS 50         /* background speech this long ends the caller's */
 
 VOX_RATE {
     if (input_rate < 8000 || input_rate > 48000 || input_rate % 100 != 0) {
@@ -181,8 +194,8 @@ VOX_RATE {
         design(&hp[b], band_lo[b], 1);
         design(&lp[b], band_hi[b], 0);
     }
-    thr_on = 13.0 - 8.0 * sensitivity;
-    thr_off = thr_on - 2.0;
+    thr_on = THR_BASE - THR_SLOPE * sensitivity;
+    thr_off = thr_on * HYSTERESIS;
     min_speech_blocks = (min_speech_ms + 5) / 10;
     if (min_speech_blocks < 1) min_speech_blocks = 1;
     hangover_blocks = (min_silence_ms + 5) / 10;
@@ -204,9 +217,18 @@ static void emit_at(const char *name, int64_t sample) {
 
 static void end_block(void) {
     int64_t block_start = samples_seen, block_end = samples_seen + block_len;
-    double level[BANDS], score = 0, weights = 0;
+    double level[BANDS], score = 0, weights = 0, total = 0;
+    int slot = (int)(blocks_seen % SMOOTH_BLOCKS);
     for (int b = 0; b < BANDS; b++) {
-        double ms = (double)band_energy[b] / block_len / (32768.0 * 32768.0);
+        band_recent[slot][b] = (double)band_energy[b] / block_len / (32768.0 * 32768.0);
+        /* The first block fills the whole window: the call starts from its
+         * own level, not from silence. */
+        if (blocks_seen == 0)
+            for (int k = 1; k < SMOOTH_BLOCKS; k++) band_recent[k][b] = band_recent[0][b];
+        double ms = 0;
+        for (int k = 0; k < SMOOTH_BLOCKS; k++) ms += band_recent[k][b];
+        ms /= SMOOTH_BLOCKS;
+        total += band_weight[b] * ms;
         level[b] = ms > 1e-10 ? vad_db(ms) : FLOOR_DB_MIN;
         if (blocks_seen == 0) floor_db[b] = level[b];
         score += band_weight[b] * vox_exp((level[b] - floor_db[b]) * 0.23025850929940456840); /* 10^(snr/10) */
@@ -214,7 +236,15 @@ static void end_block(void) {
         band_energy[b] = 0;
     }
     score = vad_db(score / weights);
+    double total_db = total > 1e-10 ? vad_db(total / weights) : FLOOR_DB_MIN;
     int speech = score >= (state == SILENT ? thr_on : thr_off);
+    /* Background talkers: speech far below the caller's recent speech is
+     * not the caller's. It bridges a quiet tail like any speech, but
+     * confirms no start, and FAR_HANG_BLOCKS of nothing nearer end speech,
+     * dated at the end of the last near block. */
+    int near = total_db >= peak_db - FAR_DB;
+    if (speech && near && state == SPEECH && total_db > peak_db) peak_db = total_db;
+    peak_db -= PEAK_DECAY_DB;
 
     switch (state) {
     case SILENT:
@@ -223,12 +253,14 @@ static void end_block(void) {
             start_sample = block_start;
             last_speech_end = block_end;
             gap_blocks = 0;
+            near_seen = near;
         }
         break;
     case PENDING:
         if (speech) {
             gap_blocks = 0;
             last_speech_end = block_end;
+            near_seen |= near;
         } else if (++gap_blocks > MAX_GAP_BLOCKS) {
             state = SILENT;
         }
@@ -237,19 +269,28 @@ static void end_block(void) {
         if (speech) {
             gap_blocks = 0;
             last_speech_end = block_end;
+            if (near) {
+                last_near_end = block_end;
+                far_blocks = 0;
+            } else if (++far_blocks >= FAR_HANG_BLOCKS) {
+                emit_at("speech_end", last_near_end);
+                state = SILENT;
+            }
         } else if (++gap_blocks >= hangover_blocks) {
             emit_at("speech_end", last_speech_end);
             state = SILENT;
         }
         break;
     }
-    if (state == PENDING && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
+    if (state == PENDING && near_seen && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
         emit_at("speech_start", start_sample);
         if (barge_in) vox_emit("clear", ""); /* barge-in: empty the playout queue */
         state = SPEECH;
         gap_blocks = 0;
+        far_blocks = 0;
+        last_near_end = last_speech_end;
+        if (total_db > peak_db) peak_db = total_db;
     }
-
     /* Noise floor, in dB: fast down, slow up, and between -3 and +3 dB
      * (the spread of noise itself) a slow average, so that in steady noise
      * the floor sits at the noise's median level rather than in its lower
@@ -278,7 +319,7 @@ static void end_block(void) {
                     if (minstat[b][w] < m) m = minstat[b][w];
                 /* Every block of the last 3 s was louder than the floor:
                  * the noise rose. Lift the floor to that minimum. */
-                if (m > floor_db[b]) floor_db[b] = m;
+                if (m + MINSTAT_BIAS > floor_db[b]) floor_db[b] = m + MINSTAT_BIAS;
             }
         }
     }
