@@ -109,23 +109,8 @@ func makeCorpus(b *testing.B) *corpus {
 	s := signal.Samples(c.pcm)
 	blocks := len(s) / blockSamples
 	c.pcm = c.pcm[:2*blocks*blockSamples]
-	active := make([]bool, blocks)
-	var sum float64
-	var n int
-	for k := range active {
-		for _, v := range s[k*blockSamples : (k+1)*blockSamples] {
-			if v >= 100 || v <= -100 {
-				active[k] = true
-			}
-		}
-		if active[k] {
-			for _, v := range s[k*blockSamples : (k+1)*blockSamples] {
-				sum += float64(v) * float64(v)
-			}
-			n += blockSamples
-		}
-	}
-	c.speechR = math.Sqrt(sum/float64(n)) / 32767
+	var active []bool
+	active, c.speechR = blockActivity(s[:blocks*blockSamples])
 	c.truth = bridge(active, hangBlocks)
 	// Babble: six streams, each a talker's sentences without pauses,
 	// looped to the corpus' length and summed.
@@ -154,24 +139,6 @@ func normalise(x []float64) []float64 {
 	out := make([]float64, len(x))
 	for i, v := range x {
 		out[i] = v * k
-	}
-	return out
-}
-
-// bridge fills runs of false shorter than gap between two trues.
-func bridge(active []bool, gap int) []bool {
-	out := slices.Clone(active)
-	last := -1
-	for k, a := range active {
-		if !a {
-			continue
-		}
-		if last >= 0 && k-last-1 < gap {
-			for j := last + 1; j < k; j++ {
-				out[j] = true
-			}
-		}
-		last = k
 	}
 	return out
 }
