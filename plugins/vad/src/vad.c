@@ -16,19 +16,24 @@
  * Algorithm (README.md has the details):
  *   1. Three sub-bands, 300-1000, 1000-2000 and 2000-3400 Hz, each a
  *      Butterworth high-pass biquad followed by a Butterworth low-pass one.
- *   2. Mean energy of each band over 10 ms blocks, in dBFS.
+ *   2. Mean energy of each band over 10 ms blocks, averaged over the last
+ *      four (40 ms), in dBFS.
  *   3. An adaptive noise floor per band, in dB: fast down (30% of the way
  *      to a block more than 3 dB below it), slow up (at most 3 dB/s, 0.5 dB/s
  *      in speech), a slow average in between so that it sits at the median
  *      of steady noise, and a minimum-statistics guard (the minimum of the
- *      last 3 s) that lifts it at once after the noise itself got louder.
+ *      last 3 s, plus its 2 dB bias) that lifts it at once after the noise itself
+ *      got louder.
  *   4. The block's score: the mean of the bands' power ratios over their
  *      floors, weighted 2:1:1 towards the 300-1000 Hz band, in dB (a
  *      weighted SNR: 0 dB in noise, about the strongest band's SNR minus
  *      3 dB in voiced speech).
  *      A block is speech when the score reaches the threshold the
- *      sensitivity sets (13 dB at 0, 9 dB at 0.5, 5 dB at 1), or, once a
- *      start is pending or confirmed, 2 dB less (hysteresis).
+ *      sensitivity sets (4.5 dB at 0, 3 dB at 0.5, 1.5 dB at 1), or, once a
+ *      start is pending or confirmed, a third of it (hysteresis). Speech
+ *      more than 18 dB below the caller's recent speech level is a
+ *      background talker's: it confirms no start, and 500 ms of it alone
+ *      ends speech.
  *   5. A state machine: speech that lasts min_speech_ms from its first
  *      speech block to its last (gaps of up to 30 ms tolerated) confirms
  *      speech_start, dated at the start of the first speech block;
@@ -317,8 +322,9 @@ static void end_block(void) {
                 double m = minstat[b][0];
                 for (int w = 1; w < MINSTAT_WINDOWS; w++)
                     if (minstat[b][w] < m) m = minstat[b][w];
-                /* Every block of the last 3 s was louder than the floor:
-                 * the noise rose. Lift the floor to that minimum. */
+                /* The quietest 40 ms of the last 3 s, less the bias of a
+                 * minimum, is above the floor: the noise rose. Lift the
+                 * floor to it. */
                 if (m + MINSTAT_BIAS > floor_db[b]) floor_db[b] = m + MINSTAT_BIAS;
             }
         }
