@@ -183,10 +183,12 @@ static int32_t minstat_count, minstat_filled;
 static int state = SILENT;
 static int64_t start_sample, last_speech_end;
 static int32_t gap_blocks;
-static int near_seen;              /* a pending start has had a near block */
+static int32_t near_blocks;        /* near speech blocks of a pending start */
 static int64_t last_near_end;      /* end of the last near speech block */
 static int32_t far_blocks;         /* speech blocks since the last near one */
 #define FAR_HANG_BLOCKS 50         /* background speech this long ends the caller's */
+#define NEAR_NEEDED 1              /* near blocks that confirm a start */
+#define FAR_LEAD_BLOCKS 8          /* far blocks that may lead a start and still date it */
 
 VOX_RATE {
     if (input_rate < 8000 || input_rate > 48000 || input_rate % 100 != 0) {
@@ -258,14 +260,19 @@ static void end_block(void) {
             start_sample = block_start;
             last_speech_end = block_end;
             gap_blocks = 0;
-            near_seen = near;
+            near_blocks = near;
         }
         break;
     case PENDING:
         if (speech) {
             gap_blocks = 0;
             last_speech_end = block_end;
-            near_seen |= near;
+            /* Background speech before the caller's does not date the
+             * caller's start: after more than a syllable's quiet onset of
+             * far blocks, the first near block does. */
+            if (near && near_blocks == 0 && block_start - start_sample > FAR_LEAD_BLOCKS * block_len)
+                start_sample = block_start;
+            near_blocks += near;
         } else if (++gap_blocks > MAX_GAP_BLOCKS) {
             state = SILENT;
         }
@@ -287,7 +294,7 @@ static void end_block(void) {
         }
         break;
     }
-    if (state == PENDING && near_seen && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
+    if (state == PENDING && near_blocks >= NEAR_NEEDED && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
         emit_at("speech_start", start_sample);
         if (barge_in) vox_emit("clear", ""); /* barge-in: empty the playout queue */
         state = SPEECH;
