@@ -171,10 +171,10 @@ func TestSpeechInWhiteNoise(t *testing.T) {
 
 // TestNotStuckInBabble: six talkers (signal.Speech at six offsets, so that
 // their syllables overlap) 20 dB below the phrases never hold speech on:
-// speech ends in every pause between phrases, and at most 5% of the true
-// speech is missed. (Before the background-talker rule, the stock vad
-// reported one speech_start at the first phrase and ended it only at the
-// flush.)
+// speech ends in every pause between phrases, at most 5% of the true
+// speech is missed and at most 10% of the pauses taken for speech. (Before
+// the background-talker rule, the stock vad reported one speech_start at
+// the first phrase and ended it only at the flush: 93% false alarm.)
 func TestNotStuckInBabble(t *testing.T) {
 	c := hosttest.Catalog(t)
 	pcm, truth, spans, speechRMS := phrases()
@@ -206,8 +206,8 @@ func TestNotStuckInBabble(t *testing.T) {
 	}
 	miss, fa := missAndFalseAlarm(truth, activityOf(events, len(truth)))
 	t.Logf("babble 20 dB: miss %.1f%%, false alarm %.1f%%, events %v", miss, fa, events)
-	if miss > 5 {
-		t.Errorf("babble 20 dB: miss %.1f%%, want at most 5%%", miss)
+	if miss > 5 || fa > 10 {
+		t.Errorf("babble 20 dB: miss %.1f%%, false alarm %.1f%%; want at most 5%% and 10%%", miss, fa)
 	}
 }
 
