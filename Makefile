@@ -108,9 +108,9 @@ clean:
 ## runs it): the vad beside WebRTC's VAD (Debian's libwebrtc-audio-processing,
 ## cgo, build tag webrtcvad) in noise and babble, and dtmf's talk-off on an
 ## hour of synthetic speech. Needs espeak-ng, sox and the library, which it
-## installs; make test needs none of them.
-BENCH_DETECTOR_TOOLS := /usr/bin/espeak-ng:espeak-ng /usr/bin/sox:sox \
-	/usr/lib/x86_64-linux-gnu/pkgconfig/webrtc-audio-processing.pc:libwebrtc-audio-processing-dev
+## installs (with gcc and pkg-config for cgo); make test needs none of them.
+BENCH_DETECTOR_TOOLS := /usr/bin/espeak-ng:espeak-ng /usr/bin/sox:sox /usr/bin/gcc:gcc /usr/bin/pkg-config:pkg-config \
+	/usr/include/webrtc_audio_processing:libwebrtc-audio-processing-dev
 .PHONY: bench-detectors
 bench-detectors:
 	@$(MAKE) --no-print-directory toolchains APT_TOOLS="$(BENCH_DETECTOR_TOOLS)"
