@@ -142,3 +142,24 @@ func TestQ24Margins(t *testing.T) {
 		t.Logf("%s tone off its frequency, 100 ms tones, %d alignments:%s", g, len(leads(rate)), line)
 	}
 }
+
+// TestQ24Twist: the twist limits at their boundaries, at every alignment:
+// the high tone 8 dB louder than the low one (normal twist) or 4 dB quieter
+// (reverse twist) is a key; 10 dB and 6 dB beyond them are not.
+func TestQ24Twist(t *testing.T) {
+	for _, c := range []struct {
+		twistDB float64
+		want    string
+	}{{8, allKeys}, {-4, allKeys}, {10, ""}, {-6, ""}} {
+		for _, lead := range leads(rate) {
+			s := q23()
+			s.lead, s.twistDB = lead, c.twistDB
+			if c.twistDB > 0 {
+				s.amp = toneAmp / 2 // room for the louder tone below full scale
+			}
+			if got := keys8k(t, "", s.pcm(rate)); got != c.want {
+				t.Errorf("twist %+g dB, lead %d: got %q, want %q", c.twistDB, lead, got, c.want)
+			}
+		}
+	}
+}
