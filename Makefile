@@ -103,3 +103,17 @@ test: check-plugins fmt-check vet gotest
 
 clean:
 	rm -rf bin
+
+## bench-detectors: the stock vad and dtmf against their references (make bench
+## runs it): the vad beside WebRTC's VAD (Debian's libwebrtc-audio-processing,
+## cgo, build tag webrtcvad) in noise and babble, and dtmf's talk-off on an
+## hour of synthetic speech. Needs espeak-ng, sox and the library, which it
+## installs (with gcc and pkg-config for cgo); make test needs none of them.
+BENCH_DETECTOR_TOOLS := /usr/bin/espeak-ng:espeak-ng /usr/bin/sox:sox /usr/bin/gcc:gcc /usr/bin/pkg-config:pkg-config \
+	/usr/include/webrtc_audio_processing:libwebrtc-audio-processing-dev
+.PHONY: bench-detectors
+bench-detectors:
+	@$(MAKE) --no-print-directory toolchains APT_TOOLS="$(BENCH_DETECTOR_TOOLS)"
+	$(GO) test -tags webrtcvad -run '^$$' -bench WebRTC -benchtime 1x -v ./plugins/vad/
+	$(GO) test -run '^$$' -bench TalkOff -benchtime 1x -v ./plugins/dtmf/
+bench: bench-detectors
