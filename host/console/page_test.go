@@ -224,9 +224,10 @@ func TestAWrongTokenIsExplainedToAPerson(t *testing.T) {
 
 // openSpanJS waits, during a call, for the vad's speech span to be open
 // (a speech_start and no speech_end yet) for a second, in the call's
-// first 8.5 s (the timeline then shows 0 to 10 s), and reads the
-// timeline's top of the input lane: how many columns before now are
-// shaded as speech, and how many after now (300 ms on) are.
+// first 8.5 s (the timeline then shows 0 to 10 s), has the page draw the
+// timeline and reads the top of its input lane: how many columns between
+// the start and now are shaded as speech, and how many after now (300 ms
+// on, clear of the start's label) are.
 const openSpanJS = `() => {
   const st = window.voxhostConsole.call();
   if (!st || st.state !== 'connected') return {state: st ? st.state : 'none'};
@@ -234,6 +235,8 @@ const openSpanJS = `() => {
   const last = vad[vad.length - 1];
   if (!last || last.name !== 'speech_start' || st.sentMs < last.t_ms + 1000) return null;
   if (st.sentMs > 8500) return {state: 'late', sentMs: st.sentMs};
+  // The page redraws on a resize: the timeline then shows st.sentMs as now.
+  window.dispatchEvent(new Event('resize'));
   const canvas = document.getElementById('timeline');
   const g = canvas.getContext('2d');
   const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();

@@ -406,8 +406,10 @@ function addEventRow(table, e) {
 
 function drawTimeline() {
   if (!call || $('view-call').hidden) return;
+  // Now is the input's time, in which the events are stamped: what came
+  // back in a burst after a lag may be drawn a little past it.
   timeline($('timeline'), {inPeaks: call.inPeaks, outPeaks: call.outPeaks, events: call.events.concat(call.keys || []),
-    nowMs: Math.max(call.sentMs || 0, call.outMs || 0)});
+    nowMs: call.sentMs || 0});
 }
 
 async function pollCosts(c) {
