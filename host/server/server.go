@@ -383,6 +383,9 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 		}
 	}
 	s.routes.Store(&routeSet{byName: maps.Clone(routes), defaultName: defaultName, unfit: unfit})
+	for _, name := range routeNames(routes) {
+		s.logRouteRates(name, unfit[name])
+	}
 	return nil
 }
 
@@ -392,6 +395,7 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 // rate (an echo's: where the outbound starts), the outbound at the
 // caller's.
 func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
+	said := &trialLog{}
 	trial := func(d *pipeline.Definition, rate int) (int, error) {
 		// A trial set-up costs what a call's does, and a reload runs
 		// beside calls: it takes its turn at the gate.
@@ -399,9 +403,9 @@ func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
 			return 0, ctx.Err()
 		}
 		defer s.setups.release()
-		p, err := d.Instantiate(ctx, pipeline.CallConfig{InputRate: rate, MaxFrameMs: s.opts.MaxFrameMs})
+		p, err := d.Instantiate(ctx, pipeline.CallConfig{InputRate: rate, MaxFrameMs: s.opts.MaxFrameMs, Logger: slog.New(said)})
 		if err != nil {
-			return 0, err
+			return 0, said.explain(err)
 		}
 		defer p.Close(ctx)
 		return p.OutputRate(), nil

@@ -61,6 +61,12 @@ type host struct {
 
 func startHost(t *testing.T) *host {
 	t.Helper()
+	return startHostWith(t, nil)
+}
+
+// startHostWith is startHost with tweak applied to its config.
+func startHostWith(t *testing.T, tweak func(*config.Config)) *host {
+	t.Helper()
 	stages, err := pipeline.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +93,9 @@ func startHost(t *testing.T) *host {
 			URL: strings.Replace(bot.URL, "http://", "ws://", 1) + botsim.Paths[botsim.ProtocolRaw] + "/{call_id}", Protocol: botsim.ProtocolRaw}},
 	}
 	cfg.DefaultPipeline = "talk"
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	if err := app.Apply(&cfg, app.Overrides{}); err != nil {
 		t.Fatal(err)
 	}
@@ -401,18 +410,34 @@ type callState struct {
 	} `json:"format"`
 }
 
+// placeCall places a call from the page on route, with the Audio choice
+// codec, and waits until audio comes back: a route that refuses the
+// call's rate closes the connection after the upgrade, and with "auto"
+// the page then calls again at the next format.
+func placeCall(t *testing.T, ctx context.Context, route, codec string) {
+	t.Helper()
+	run(t, ctx, "placing the call",
+		chromedp.SetValue(chromedp.ID("route"), route),
+		chromedp.SetValue(chromedp.ID("codec"), codec),
+		chromedp.Click(chromedp.ID("call-button")),
+	)
+	const answered = `(() => {
+  const c = window.voxhostConsole.call();
+  if (!c || c.state === 'starting' || (c.state === 'connected' && !c.bytesReceived)) return null;
+  return c.state;
+})()`
+	if st := value(t, ctx, "waiting for the call's audio", chromedp.Poll[string](answered, chromedp.WithPollingTimeout(60*time.Second))); st != "connected" {
+		t.Fatalf("the call is %s: %s", st, text(t, ctx, "#call-status"))
+	}
+}
+
 // call places a call from the page on route, with the Audio choice codec,
 // lets the microphone's file (fileMs long) play out and a second more,
 // runs during while the call is live, hangs up and returns what the page
 // saw, sent and played.
 func call(t *testing.T, ctx context.Context, route, codec string, fileMs int, during func(callState)) (st callState, sent, received []byte) {
 	t.Helper()
-	run(t, ctx, "placing the call",
-		chromedp.SetValue(chromedp.ID("route"), route),
-		chromedp.SetValue(chromedp.ID("codec"), codec),
-		chromedp.Click(chromedp.ID("call-button")),
-		chromedp.WaitReady(chromedp.CSS(`body[data-call="connected"], body[data-call="failed"]`)),
-	)
+	placeCall(t, ctx, route, codec)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		st = eval[callState](t, ctx, `window.voxhostConsole.call()`)

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -108,9 +109,11 @@ func AddressOwner(r *http.Request) string {
 
 // Console serves the page, its tickets and its calls.
 type Console struct {
-	opts  Options
-	call  http.Handler
-	index []byte
+	opts Options
+	call http.Handler
+	// pages are the page for a listener without tokens ([false]) and
+	// for one with ([true]).
+	pages [2][]byte
 	files fs.FS
 
 	mu      sync.Mutex
@@ -157,18 +160,16 @@ func New(opts Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The page's settings, as JSON in a non-executable script element
-	// (the content security policy allows no inline script).
-	settings, err := json.Marshal(map[string]any{"api": opts.API, "token": opts.Token, "all_calls": opts.AllCalls})
-	if err != nil {
-		return nil, err
+	var pages [2][]byte
+	for i, needsToken := range []bool{false, true} {
+		if pages[i], err = page(index, opts, needsToken); err != nil {
+			return nil, err
+		}
 	}
-	settings = bytes.ReplaceAll(settings, []byte("<"), []byte(`\u003c`))
-	index = bytes.Replace(index, []byte("{{settings}}"), settings, 1)
 	return &Console{
 		opts:    opts,
 		call:    opts.Server.CallHandler(transport.Raw()),
-		index:   index,
+		pages:   pages,
 		files:   files,
 		tickets: map[string]*ticket{},
 		now:     time.Now,
@@ -183,12 +184,22 @@ func New(opts Options) (*Console, error) {
 //	GET  /console/call?ticket=T     the server's raw endpoint (?pipeline=, ?codec=, ?rate=, ?call_id=)
 //
 // protect is the listener's bearer-token check (admin.RequireBearer).
+// When it refuses a request without a token, the page asks for the token
+// before its first API request.
 func (c *Console) Handler(protect func(http.Handler) http.Handler) http.Handler {
+	index := c.pages[0]
+	if !passesWithoutToken(protect) {
+		index = c.pages[1]
+	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /console/tickets", protect(http.HandlerFunc(c.issue)))
 	mux.Handle("GET /console/tickets/{ticket}", protect(http.HandlerFunc(c.status)))
 	mux.HandleFunc("GET /console/call", c.placeCall)
-	mux.HandleFunc("GET /console/{$}", c.page)
+	mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, _ *http.Request) {
+		secure(w.Header())
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(index)
+	})
 	mux.Handle("GET /console/", http.StripPrefix("/console/", c.assets()))
 	mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusMovedPermanently)
@@ -206,11 +217,35 @@ func secure(h http.Header) {
 	h.Set("Cache-Control", "no-cache")
 }
 
-func (c *Console) page(w http.ResponseWriter, _ *http.Request) {
-	secure(w.Header())
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write(c.index)
+// page is the page with its settings, as JSON in a non-executable script
+// element (the content security policy allows no inline script).
+// needsToken says whether the page must ask for a token before its first
+// request: it sends none it knows would be refused, which a browser logs
+// as an error.
+func page(index []byte, opts Options, needsToken bool) ([]byte, error) {
+	settings, err := json.Marshal(map[string]any{"api": opts.API, "token": opts.Token, "all_calls": opts.AllCalls, "needs_token": needsToken})
+	if err != nil {
+		return nil, err
+	}
+	settings = bytes.ReplaceAll(settings, []byte("<"), []byte(`\u003c`))
+	return bytes.Replace(index, []byte("{{settings}}"), settings, 1), nil
 }
+
+// passesWithoutToken says whether protect lets a request that carries no
+// token through, as it does on a listener without tokens.
+func passesWithoutToken(protect func(http.Handler) http.Handler) bool {
+	passed := false
+	probe := protect(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }))
+	probe.ServeHTTP(discardWriter{http.Header{}}, &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/console/tickets"}, Header: http.Header{}})
+	return passed
+}
+
+// discardWriter is an answer nobody reads.
+type discardWriter struct{ header http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.header }
+func (d discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardWriter) WriteHeader(int)             {}
 
 func (c *Console) assets() http.Handler {
 	files := http.FileServerFS(c.files)

@@ -49,14 +49,33 @@ async function request(method, path, {body, type, signal} = {}) {
 
 // ---- log in -------------------------------------------------------------
 
+// tokenName is what the page calls the token it asks for.
+const tokenName = () => settings.token || 'token';
+
+// loginError says why a log-in failed, for the person at the page (the
+// API's answer is written for curl).
+function loginError(e, kept) {
+  if (e.status !== 401) return e.message;
+  if (kept) return `The ${tokenName()} this tab kept is no longer accepted (the host may have restarted with other tokens): enter it again.`;
+  return `The host did not accept that ${tokenName()}. Check that you pasted all of it and try again.`;
+}
+
 async function start() {
-  $('token-what').textContent = settings.token || 'token';
+  $('token-what').textContent = tokenName();
+  // A listener with tokens refuses a request without one, and the browser
+  // logs every refusal as an error: ask for the token first.
+  if (settings.needs_token && !token) {
+    showLogin();
+    return;
+  }
   try {
     await loadPipelines();
     showApp();
   } catch (e) {
     if (e.status === 401) {
-      if (token) $('login-error').textContent = e.message;
+      if (token) $('login-error').textContent = loginError(e, true);
+      token = '';
+      sessionStorage.removeItem(TOKEN_KEY);
       showLogin();
     } else {
       showLogin();
@@ -91,8 +110,8 @@ $('login-form').addEventListener('submit', async (ev) => {
     $('token').value = '';
     showApp();
   } catch (e) {
+    $('login-error').textContent = loginError(e, false);
     token = '';
-    $('login-error').textContent = e.message;
     $('token').select();
   }
 });
@@ -183,6 +202,7 @@ const FORMATS = {
 
 function status(text, state) {
   $('call-status').textContent = text;
+  $('call-status').classList.toggle('error', state === 'failed');
   if (state) document.body.dataset.call = state;
 }
 
@@ -273,6 +293,7 @@ function run(c) {
   Object.assign(c, {sent: [], received: [], events: [], inPeaks: [], outPeaks: [], sentMs: 0, outMs: 0, bytesSent: 0, bytesReceived: 0});
   c.state = 'connected';
   status(`in a call on ${c.route} at ${format.label} (call ${c.callID})`, 'connected');
+  startKeypad(c);
   c.source = ctx.createMediaStreamSource(c.stream);
   c.capture = new AudioWorkletNode(ctx, 'voxhost-capture', {numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1],
     channelCount: 1, channelCountMode: 'explicit', processorOptions: {rate: format.rate}});
@@ -385,7 +406,10 @@ function addEventRow(table, e) {
 
 function drawTimeline() {
   if (!call || $('view-call').hidden) return;
-  timeline($('timeline'), {inPeaks: call.inPeaks, outPeaks: call.outPeaks, events: call.events, nowMs: Math.max(call.sentMs, call.outMs, 10000)});
+  // Now is the input's time, in which the events are stamped: what came
+  // back in a burst after a lag may be drawn a little past it.
+  timeline($('timeline'), {inPeaks: call.inPeaks, outPeaks: call.outPeaks, events: call.events.concat(call.keys || []),
+    nowMs: call.sentMs || 0});
 }
 
 async function pollCosts(c) {
@@ -434,6 +458,7 @@ function endCall(c, why, state) {
   if (c.ended) return;
   c.ended = true;
   c.state = state;
+  stopKeypad(c);
   teardown(c);
   if (c.stream) for (const t of c.stream.getTracks()) t.stop();
   if (c.ws && c.ws.readyState === WebSocket.OPEN) c.ws.send(JSON.stringify({event: 'stop'}));
@@ -451,6 +476,7 @@ function hangUp(why) {
 }
 
 function clearCallView() {
+  $('dtmf-sent').textContent = 'the keys send DTMF during a call';
   $('events').tBodies[0].replaceChildren();
   $('costs').tBodies[0].replaceChildren();
   $('costs-note').textContent = '';
@@ -462,10 +488,37 @@ $('call-form').addEventListener('submit', (ev) => {
   else placeCall();
 });
 
-for (const b of document.querySelectorAll('#keypad button')) {
+// ---- keypad -------------------------------------------------------------
+
+// The keys send the raw protocol's dtmf message, which the host hands to
+// the plugins as a key press. Nothing need come back (the stock dtmf
+// plugin hears tones, not these), so the page shows what it sent: beside
+// the keys, in the events and on the timeline. The keys work only in a
+// call.
+const keys = [...document.querySelectorAll('#keypad button')];
+
+function startKeypad(c) {
+  c.keys = [];
+  for (const b of keys) b.disabled = false;
+  $('dtmf-sent').textContent = 'press a key to send its DTMF';
+}
+
+function stopKeypad(c) {
+  for (const b of keys) b.disabled = true;
+  if (!c.keys || !c.keys.length) $('dtmf-sent').textContent = 'the keys send DTMF during a call';
+}
+
+function sendKey(c, digit) {
+  c.ws.send(JSON.stringify({event: 'dtmf', digit}));
+  const e = {t_ms: c.sentMs, plugin: '', name: 'dtmf_sent', data: digit};
+  c.keys.push(e);
+  addEventRow($('events'), e);
+  $('dtmf-sent').textContent = 'sent DTMF: ' + c.keys.map((k) => k.data).join(' ');
+}
+
+for (const b of keys) {
   b.addEventListener('click', () => {
-    if (!call || call.state !== 'connected') return;
-    call.ws.send(JSON.stringify({event: 'dtmf', digit: b.dataset.digit}));
+    if (call && call.state === 'connected' && call.ws.readyState === WebSocket.OPEN) sendKey(call, b.dataset.digit);
   });
 }
 
@@ -518,13 +571,42 @@ function renderCalls(data) {
 // ---- hear a file --------------------------------------------------------
 
 let fileResult = null;
+// fileURLs are the object URLs of the shown result's players.
+let fileURLs = [];
+
+function fileStatus(text, failed) {
+  $('file-status').textContent = text;
+  $('file-status').classList.toggle('error', failed);
+}
+
+// clearFileResult takes the last run off the page (its players, drawings,
+// events and download), so that a run that fails shows its error alone.
+function clearFileResult() {
+  fileResult = null;
+  $('file-result').hidden = true;
+  for (const u of fileURLs) URL.revokeObjectURL(u);
+  fileURLs = [];
+  for (const id of ['file-in-audio', 'file-out-audio']) {
+    $(id).removeAttribute('src');
+    $(id).load();
+  }
+  $('file-download').removeAttribute('href');
+  $('file-download').removeAttribute('download');
+  for (const id of ['file-in-wave', 'file-in-spec', 'file-out-wave', 'file-out-spec']) {
+    const c = $(id);
+    c.getContext('2d').clearRect(0, 0, c.width, c.height);
+  }
+  $('file-out-rate').textContent = '';
+  $('file-events').tBodies[0].replaceChildren();
+}
 
 $('file-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
+  clearFileResult();
   const file = $('file').files[0];
-  if (!file) { $('file-status').textContent = 'choose a WAV file first'; return; }
+  if (!file) { fileStatus('choose a WAV file first', true); return; }
   const route = $('file-route').value, direction = $('file-direction').value;
-  $('file-status').textContent = `running ${file.name} through ${route}…`;
+  fileStatus(`running ${file.name} through ${route}…`, false);
   document.body.dataset.file = 'running';
   $('file-run').disabled = true;
   try {
@@ -534,7 +616,7 @@ $('file-form').addEventListener('submit', async (ev) => {
     showFileResult(file, input, res);
     document.body.dataset.file = 'done';
   } catch (e) {
-    $('file-status').textContent = e.message;
+    fileStatus(e.message, true);
     document.body.dataset.file = 'failed';
   } finally {
     $('file-run').disabled = false;
@@ -549,13 +631,13 @@ function showFileResult(file, input, res) {
   const events = res.events.map((e) => ({...e, name: e.name || e.kind}));
   fileResult = {result: res, events, output: out};
   const seconds = (res.input_ms / 1000).toFixed(2);
-  $('file-status').textContent = `${file.name}: ${seconds} s, ${res.frames} frames through ${res.stages.join(' | ')} (${res.direction}), ` +
+  fileStatus(`${file.name}: ${seconds} s, ${res.frames} frames through ${res.stages.join(' | ')} (${res.direction}), ` +
     `${events.length} events, ${res.faults} plugin errors, ${(res.elapsed_ns / Math.max(1, res.frames)).toFixed(0)} ns per frame` +
-    (res.fault ? ' — ' + res.fault : '');
+    (res.fault ? ' — ' + res.fault : ''), false);
   $('file-result').hidden = false;
-  if (fileResult.inURL) URL.revokeObjectURL(fileResult.inURL);
   const inURL = URL.createObjectURL(new Blob([input], {type: 'audio/wav'}));
   const outURL = URL.createObjectURL(new Blob([outWAV], {type: 'audio/wav'}));
+  fileURLs = [inURL, outURL];
   $('file-in-audio').src = inURL;
   $('file-out-audio').src = outURL;
   const a = $('file-download');
@@ -568,8 +650,6 @@ function showFileResult(file, input, res) {
   waveform($('file-out-wave'), out.samples, out.rate, events, '--output');
   spectrogramImage($('file-out-spec'), spectrogram(out.samples));
   $('file-out-rate').textContent = `${out.rate} Hz`;
-  const body = $('file-events').tBodies[0];
-  body.replaceChildren();
   for (const e of events) addEventRow($('file-events'), e);
 }
 
@@ -580,7 +660,7 @@ window.voxhostConsole = {
   call() {
     if (!call) return null;
     return {state: call.state, callID: call.callID, route: call.route, format: call.format || null,
-      sentMs: call.sentMs, events: call.events, bytesSent: call.bytesSent, bytesReceived: call.bytesReceived};
+      sentMs: call.sentMs, events: call.events, keys: call.keys || [], bytesSent: call.bytesSent, bytesReceived: call.bytesReceived};
   },
   sent: () => (call ? toBase64(concat(call.sent)) : ''),
   received: () => (call ? toBase64(concat(call.received)) : ''),

@@ -12,6 +12,7 @@ export function eventStyle(e) {
     case 'speech_start': return {colour: colour('--speech'), label: '▶ speech'};
     case 'speech_end': return {colour: colour('--speech-end'), label: '■ speech'};
     case 'dtmf': return {colour: colour('--dtmf'), label: 'DTMF ' + (typeof e.data === 'string' ? e.data : '')};
+    case 'dtmf_sent': return {colour: colour('--dtmf'), label: 'sent ' + e.data};
     case 'clear': return {colour: colour('--clear'), label: 'clear'};
     case 'plugin_error': return {colour: colour('--error'), label: 'error: ' + (e.plugin || '')};
     case 'mark': return {colour: colour('--muted'), label: 'mark ' + (e.mark || '')};
@@ -94,8 +95,10 @@ function axis(g, xOf, fromMs, toMs, y, w) {
   }
 }
 
-// timeline draws the live call: input and output peaks per 20 ms slot
-// (arrays indexed by slot), events, the last windowMs of audio time.
+// timeline draws the live call up to nowMs, its audio time: input and
+// output peaks per 20 ms slot (arrays indexed by slot), events, in a
+// window of windowMs that ends at nowMs (the first windowMs of a younger
+// call). A speech span still open ends at nowMs.
 export function timeline(canvas, {inPeaks, outPeaks, events, nowMs, windowMs = 10000}) {
   const {g, w, h} = fit(canvas);
   g.clearRect(0, 0, w, h);
