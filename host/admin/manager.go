@@ -23,6 +23,7 @@ import (
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/server"
 	"github.com/voxhost/voxhost/plugins"
 )
@@ -58,6 +59,8 @@ type RouteSpec struct {
 	Upstream *server.Upstream
 	// OverQuota is what happens to a call over its CPU quota.
 	OverQuota server.QuotaPolicy
+	// Recording records the route's calls; nil records nothing.
+	Recording *recording.Spec
 }
 
 // uses says whether a stage of either direction references ref.
@@ -379,7 +382,7 @@ func buildRoutes(ctx context.Context, cat *catalog.Catalog, specs, prevSpecs map
 		if err != nil {
 			return nil, nil, err
 		}
-		routes[name] = &server.Route{Name: name, Inbound: in, Outbound: out, Upstream: spec.Upstream, OverQuota: spec.OverQuota}
+		routes[name] = &server.Route{Name: name, Inbound: in, Outbound: out, Upstream: spec.Upstream, OverQuota: spec.OverQuota, Recording: spec.Recording}
 		changed = append(changed, name)
 	}
 	return routes, changed, nil
