@@ -320,3 +320,43 @@ func TestRecordingNamesCannotEscapeTheDirectory(t *testing.T) {
 		t.Fatalf("%d files, want 2 for each of 3 calls", len(files))
 	}
 }
+
+// TestRecordingAllocatesNothingPerFrame counts the process's heap
+// allocations over thousands of frames of an echo call recording every
+// stream. The client sends as fast as loopback carries, some thirty times
+// real time, so the call's buffers also fill and drop (written as
+// silence) between the writer's turns: neither path may allocate, and the
+// call's echo stays whole.
+func TestRecordingAllocatesNothingPerFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations over thousands of frames")
+	}
+	h := newHost(t, map[string]string{"main": "gain db=-6 | passthrough"},
+		recordMain(&recording.Spec{Dir: t.TempDir(), Streams: allStreams, MinFreeBytes: 1}))
+	c := dial(t, h.url+"/ws?call_id=rec-alloc")
+	defer c.CloseNow()
+	frame := ulawSpeech(0.02)
+	buf := make([]byte, 4096)
+	roundTrip := func() {
+		if err := c.Write(context.Background(), websocket.MessageBinary, frame); err != nil {
+			t.Fatal(err)
+		}
+		if _, n, err := readInto(c, buf); err != nil || n != len(frame) {
+			t.Fatalf("echo of %d bytes, %v", n, err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		roundTrip()
+	}
+	// AllocsPerRun counts the whole process's allocations, and rounds the
+	// mean down: 0 means fewer than one per frame, and one on the frame
+	// path would count at least one per frame.
+	if perFrame := testing.AllocsPerRun(3000, roundTrip); perFrame > 0 {
+		t.Fatalf("%.0f allocations per frame with recording on; the call loop must allocate nothing per frame", perFrame)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
+	if strings.Contains(metrics(t, h), "voxhost_recording_dropped_seconds_total 0\n") {
+		t.Error("no audio dropped at thirty times real time: the test did not reach the full-buffer path")
+	}
+}

@@ -1,0 +1,123 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voxhost/voxhost/host/codec"
+)
+
+// get makes a GET on the admin API and returns the status, the
+// Content-Type and the body.
+func (h *host) get(path, tok string) (int, string, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest("GET", h.adminURL+path, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
+}
+
+// TestRecordingListedAndServed records a call of a route configured with
+// recording: in the config file, then lists its files and serves them
+// through the admin API, behind the admin token; ids and names that would
+// reach other files are refused.
+func TestRecordingListedAndServed(t *testing.T) {
+	recDir := filepath.Join(t.TempDir(), "recordings")
+	h := startHost(t, fmt.Sprintf(`  rec:
+    inbound:
+      - plugin: flip
+    recording:
+      dir: %q
+      what: [caller, heard]
+      min_free_bytes: 1
+`, recDir))
+	// A file beside the recordings that no id may reach.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(recDir), "secret.wav"), []byte("RIFF secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, strings.Replace(h.url, "http", "ws", 1)+"/ws?pipeline=rec&call_id=adm-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := bytes.Repeat([]byte{0x15, 0x25, 0x95, 0xA5}, 40*25)
+	for off := 0; off < len(sent); off += 160 {
+		if err := c.Write(ctx, websocket.MessageBinary, sent[off:off+160]); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+
+	if status, _, _ := h.get("/calls/adm-1/recording", ""); status != http.StatusUnauthorized {
+		t.Fatalf("without the admin token: %d, want 401", status)
+	}
+	var files []any
+	eventually(t, "the recording is listed, whole", func() error {
+		status, body := h.admin("GET", "/calls/adm-1/recording", token, nil)
+		if status != http.StatusOK {
+			return fmt.Errorf("%d %v", status, body)
+		}
+		recs := body["recordings"].([]any)
+		if len(recs) != 1 {
+			return fmt.Errorf("%d recordings", len(recs))
+		}
+		files = recs[0].(map[string]any)["files"].([]any)
+		if len(files) != 2 || files[0].(map[string]any)["seconds"].(float64) != 0.5 {
+			return fmt.Errorf("files %v", files)
+		}
+		return nil
+	})
+	caller := files[0].(map[string]any)
+	if caller["stream"] != "caller" || files[1].(map[string]any)["stream"] != "heard" || caller["rate"].(float64) != 8000 {
+		t.Fatalf("files: %v", files)
+	}
+	status, ct, wav := h.get("/"+caller["url"].(string), token)
+	if status != http.StatusOK || ct != "audio/wav" {
+		t.Fatalf("GET %s: %d %s", caller["url"], status, ct)
+	}
+	onDisk, err := os.ReadFile(filepath.Join(recDir, caller["name"].(string)))
+	if err != nil || !bytes.Equal(wav, onDisk) {
+		t.Fatalf("served %d bytes, the file holds %d (%v)", len(wav), len(onDisk), err)
+	}
+	want := make([]byte, 2*len(sent))
+	codec.DecodeUlaw(want, sent)
+	if !bytes.Equal(wav[44:], want) {
+		t.Fatal("the caller's file is not the μ-law the call sent, decoded")
+	}
+
+	for _, path := range []string{
+		"/calls/adm-2/recording",
+		"/calls/..%2Fsecret/recording",
+		"/calls/adm-1/recording/..%2F..%2Fsecret.wav",
+		"/calls/adm-1/recording/" + strings.Replace(caller["name"].(string), "caller", "caller_processed", 1),
+		"/calls/%2E%2E/recording",
+	} {
+		if status, _, body := h.get(path, token); status != http.StatusNotFound || bytes.Contains(body, []byte("secret")) && !bytes.Contains(body, []byte("error")) {
+			t.Errorf("GET %s: %d %s, want 404", path, status, body)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package recording_test
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/recording"
+)
+
+// devFull opens the file a recorder asks for, but writes its audio to
+// /dev/full, where the kernel fails every write with ENOSPC: a full disk.
+// Its header, the first write, goes to the real file.
+type devFull struct {
+	*os.File
+	full *os.File
+	n    int
+}
+
+func (d *devFull) Write(b []byte) (int, error) {
+	if d.n++; d.n == 1 {
+		return d.File.Write(b)
+	}
+	return d.full.Write(b)
+}
+
+// lockedBuffer is a log the writer goroutine writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestAFullDiskStopsTheRecording(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	spec := &recording.Spec{Dir: t.TempDir(), MinFreeBytes: 1}
+	recording.SetCreate(spec, func(path string) (recording.Writer, error) {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, err
+		}
+		full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { full.Close() })
+		return &devFull{File: f, full: full}, nil
+	})
+	reg := prometheus.NewRegistry()
+	m := recording.NewMetrics(reg)
+	logs := &lockedBuffer{}
+	rec, err := recording.Open(spec, "full", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20}, m,
+		slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := bytes.Repeat([]byte{0x55}, 160)
+	// Frames keep coming while the writer fails: none may block.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "recording stopped") && time.Now().Before(deadline) {
+		rec.Caller(frame)
+		rec.Heard(frame)
+		runtime.Gosched()
+	}
+	for i := 0; i < 100; i++ {
+		rec.Caller(frame)
+	}
+	rec.Close()
+	if n := strings.Count(logs.String(), "recording stopped"); n != 1 {
+		t.Fatalf("%d log lines say the recording stopped, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "no space left on device") {
+		t.Errorf("the log does not give the reason: %s", logs.String())
+	}
+	if got := counted(t, reg, "write_failed"); got != 1 {
+		t.Fatalf("write_failed counted %v times, want 1", got)
+	}
+}
+
+// counted is voxhost_recordings_total{outcome} as reg has it.
+func counted(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if f.GetName() == "voxhost_recordings_total" && l.GetValue() == outcome {
+					return mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no series for outcome %s", outcome)
+	return 0
+}
+
+func TestAnUnwritableDirectoryIsRefusedUpFront(t *testing.T) {
+	file := t.TempDir() + "/not-a-dir"
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := (&recording.Spec{Dir: file + "/sub"}).Check()
+	if err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("Check of a directory under a file: %v", err)
+	}
+}
+
+func TestFileStemsCannotNameAnotherPlace(t *testing.T) {
+	seen := map[string]string{}
+	for _, id := range []string{"..", "../../etc/passwd", ".", "a/b", "a%2Fb", "CA123", "a.b", "a_b", "", strings.Repeat("x", 300), strings.Repeat("x", 299) + "y", "a\x00b", "~"} {
+		stem := recording.FileStem(id)
+		if strings.ContainsAny(stem, "/.\\\x00*?[") || stem == "" || len(stem) > 160 {
+			t.Errorf("FileStem(%q) = %q: not a plain name of letters, digits, - %% and ~", id, stem)
+		}
+		if other, dup := seen[stem]; dup {
+			t.Errorf("FileStem(%q) = FileStem(%q) = %q", id, other, stem)
+		}
+		seen[stem] = id
+	}
+	if got := recording.FileStem("CA123-x"); got != "CA123-x" {
+		t.Errorf("a plain id is kept as it is: got %q", got)
+	}
+}
+
+func TestParseStream(t *testing.T) {
+	for s := recording.Caller; s <= recording.Reference; s++ {
+		if got, err := recording.ParseStream(s.String()); err != nil || got != s {
+			t.Errorf("ParseStream(%q) = %v, %v", s.String(), got, err)
+		}
+	}
+	if _, err := recording.ParseStream("bot"); err == nil || !strings.Contains(err.Error(), "caller, caller_processed, heard, reference") {
+		t.Errorf("an unknown stream's error lists the known ones: %v", err)
+	}
+}
