@@ -41,7 +41,7 @@ func recording(dst **Recording) field {
 		*dst = r
 		return mapping(map[string]field{
 			"dir":            str(&r.Dir),
-			"what":           strs(&r.What),
+			"what":           streamList(&r.What),
 			"max_seconds":    positiveInt(&r.MaxSeconds),
 			"min_free_bytes": integer(&r.MinFreeBytes),
 		})(d, n, path)
@@ -52,9 +52,6 @@ func recording(dst **Recording) field {
 func (r *Recording) validate(at string) error {
 	if r.Dir == "" {
 		return invalid(at+".dir", "missing; give the directory the call recordings are written in")
-	}
-	if r.What != nil && len(r.What) == 0 {
-		return invalid(at+".what", "empty; list what to record, of: %s (or leave it out for caller and heard)", strings.Join(RecordingStreams, ", "))
 	}
 	for i, w := range r.What {
 		at := fmt.Sprintf("%s.what[%d]", at, i)
@@ -81,6 +78,20 @@ func positiveInt(dst *int) field {
 		}
 		if *dst <= 0 {
 			return fmt.Errorf("must be positive, got %d (leave the key out for the default)", *dst)
+		}
+		return nil
+	}
+}
+
+// streamList decodes recording.what; an empty list is refused here, where
+// it can be told from a key left out.
+func streamList(dst *[]string) field {
+	return func(d *decoder, n ast.Node, path string) error {
+		if err := strs(dst)(d, n, path); err != nil {
+			return err
+		}
+		if len(*dst) == 0 {
+			return fmt.Errorf("empty; list what to record, of: %s (or leave it out for caller and heard)", strings.Join(RecordingStreams, ", "))
 		}
 		return nil
 	}
