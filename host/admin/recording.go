@@ -15,7 +15,7 @@ import (
 // the calls named id (an id a caller chose may repeat), oldest first.
 type RecordingInfo struct {
 	// CallID is the id asked for.
-	CallID     string          `json:"call_id"`
+	CallID string `json:"call_id"`
 	// Recordings are the calls of that id that recorded.
 	Recordings []RecordingSeen `json:"recordings"`
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,26 +15,6 @@ import (
 
 	"github.com/voxhost/voxhost/host/codec"
 )
-
-// get makes a GET on the admin API and returns the status, the
-// Content-Type and the body.
-func (h *host) get(path, tok string) (int, string, []byte) {
-	h.t.Helper()
-	req, err := http.NewRequest("GET", h.adminURL+path, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Content-Type"), body
-}
 
 // TestRecordingListedAndServed records a call of a route configured with
 // recording: in the config file, then lists its files and serves them
@@ -72,7 +51,7 @@ func TestRecordingListedAndServed(t *testing.T) {
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 
-	if status, _, _ := h.get("/calls/adm-1/recording", ""); status != http.StatusUnauthorized {
+	if status, _, _ := h.request("GET", "/calls/adm-1/recording", "", nil); status != http.StatusUnauthorized {
 		t.Fatalf("without the admin token: %d, want 401", status)
 	}
 	var files []any
@@ -95,7 +74,7 @@ func TestRecordingListedAndServed(t *testing.T) {
 	if caller["stream"] != "caller" || files[1].(map[string]any)["stream"] != "heard" || caller["rate"].(float64) != 8000 {
 		t.Fatalf("files: %v", files)
 	}
-	status, ct, wav := h.get("/"+caller["url"].(string), token)
+	status, ct, wav := h.request("GET", "/"+caller["url"].(string), token, nil)
 	if status != http.StatusOK || ct != "audio/wav" {
 		t.Fatalf("GET %s: %d %s", caller["url"], status, ct)
 	}
@@ -116,7 +95,7 @@ func TestRecordingListedAndServed(t *testing.T) {
 		"/calls/adm-1/recording/" + strings.Replace(caller["name"].(string), "caller", "caller_processed", 1),
 		"/calls/%2E%2E/recording",
 	} {
-		if status, _, body := h.get(path, token); status != http.StatusNotFound || bytes.Contains(body, []byte("secret")) && !bytes.Contains(body, []byte("error")) {
+		if status, _, body := h.request("GET", path, token, nil); status != http.StatusNotFound || bytes.Contains(body, []byte("secret")) && !bytes.Contains(body, []byte("error")) {
 			t.Errorf("GET %s: %d %s, want 404", path, status, body)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/recording"
+	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
 // devFull opens the file a recorder asks for, but writes its audio to
@@ -30,24 +30,6 @@ func (d *devFull) Write(b []byte) (int, error) {
 		return d.File.Write(b)
 	}
 	return d.full.Write(b)
-}
-
-// lockedBuffer is a log the writer goroutine writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestAFullDiskStopsTheRecording(t *testing.T) {
@@ -69,7 +51,7 @@ func TestAFullDiskStopsTheRecording(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	m := recording.NewMetrics(reg)
-	logs := &lockedBuffer{}
+	logs := &hosttest.LogBuffer{}
 	rec, err := recording.Open(spec, "full", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20}, m,
 		slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {

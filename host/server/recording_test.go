@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,7 +181,9 @@ func TestRecordingOfARelayedCall(t *testing.T) {
 	if len(ref) != len(caller) {
 		t.Fatalf("reference: %d samples, want one per caller sample (%d)", len(ref), len(caller))
 	}
-	nonzero := func(s []int16) []int16 { return slices.DeleteFunc(slices.Clone(s), func(v int16) bool { return v == 0 }) }
+	nonzero := func(s []int16) []int16 {
+		return slices.DeleteFunc(slices.Clone(s), func(v int16) bool { return v == 0 })
+	}
 	r, hd := nonzero(ref), nonzero(got["heard"])
 	if len(r) == 0 || len(r) > len(hd) || !slices.Equal(r, hd[:len(r)]) {
 		t.Fatalf("reference: its %d non-silent samples are not the first of heard's %d, in order", len(r), len(hd))
@@ -207,24 +207,6 @@ func TestRecordingStopsAtMaxDuration(t *testing.T) {
 	sameSamples(t, "heard", got["heard"], ulawLinears(sent[:8000]))
 }
 
-// logLines collects the lines a logger writes.
-type logLines struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logLines) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
 // TestFullDiskStopsTheRecordingNotTheCall lets the disk-free floor be
 // crossed in the middle of a call: the recording stops, once, with what
 // it wrote in a valid file; the call goes on to its end, every frame
@@ -238,7 +220,7 @@ func TestFullDiskStopsTheRecordingNotTheCall(t *testing.T) {
 		}
 		return 1 << 40, nil
 	}}
-	logs := &logLines{}
+	logs := &lockedBuffer{}
 	h := newHost(t, map[string]string{"main": "passthrough"}, func(o *server.Options) {
 		recordMain(spec)(o)
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
@@ -255,13 +237,13 @@ func TestFullDiskStopsTheRecordingNotTheCall(t *testing.T) {
 	}
 	waitFor(t, func() bool { return callerFile() > 44 }) // the writer has written some
 	full.Store(true)
-	waitFor(t, func() bool { return logs.count("recording stopped") > 0 })
+	waitFor(t, func() bool { return strings.Count(logs.String(), "recording stopped") > 0 })
 	rest := echoFrames(t, c, sent[8000:], 160)
 	sameSamples(t, "the call's echo", ulawLinears(append(first, rest...)), ulawLinears(sent))
 	c.Close(websocket.StatusNormalClosure, "")
 	assertMetric(t, h, `voxhost_recordings_total{outcome="disk_floor"} 1`)
-	waitFor(t, func() bool { return logs.count("call ended") == 1 })
-	if n := logs.count("recording stopped"); n != 1 {
+	waitFor(t, func() bool { return strings.Count(logs.String(), "call ended") == 1 })
+	if n := strings.Count(logs.String(), "recording stopped"); n != 1 {
 		t.Fatalf("%d log lines say the recording stopped, want 1", n)
 	}
 	got := readRecorded(t, dir, "rec-full")
