@@ -79,9 +79,9 @@ func startHost(t *testing.T) *host {
 	cfg.Limits.DrainTimeout = time.Second
 	cfg.Pipelines = map[string]config.Route{
 		"talk": {Inbound: stages},
-		"recorded": {Inbound: stages, Recording: &config.Recording{Dir: t.TempDir(), What: config.RecordingStreams, MinFreeBytes: 1}},
 		"bot": {Inbound: stages, Upstream: &config.Upstream{
 			URL: strings.Replace(bot.URL, "http://", "ws://", 1) + botsim.Paths[botsim.ProtocolRaw] + "/{call_id}", Protocol: botsim.ProtocolRaw}},
+		"recorded": {Inbound: stages, Recording: &config.Recording{Dir: t.TempDir(), What: config.RecordingStreams, MinFreeBytes: 1}},
 	}
 	cfg.DefaultPipeline = "talk"
 	if err := app.Apply(&cfg, app.Overrides{}); err != nil {

@@ -2,8 +2,11 @@
 
 package recording
 
-import "math"
+import (
+	"math"
+	"os"
+)
 
 // freeBytes cannot ask the file system here: the floor is not checked, and
 // only a write that fails stops a recording.
-func freeBytes(string) (uint64, error) { return math.MaxUint64, nil }
+func freeBytes(*os.File) (uint64, error) { return math.MaxUint64, nil }

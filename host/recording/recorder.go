@@ -107,6 +107,9 @@ type Recorder struct {
 	refFrame []byte
 	silence  byte
 
+	// dir is the spec's Dir, open: the new files' entries are synced
+	// through it, and the free space asked.
+	dir       *os.File
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -142,12 +145,21 @@ type track struct {
 // starts its writer. An error (a directory that cannot be written) is
 // counted as open_failed; the call goes on without a recording.
 func Open(spec *Spec, id string, started time.Time, formats Formats, m *Metrics, log *slog.Logger) (*Recorder, error) {
+	r, err := open(spec, id, started, formats, m, log)
+	if err != nil {
+		return nil, err
+	}
+	go r.run()
+	return r, nil
+}
+
+// open is Open without the writer.
+func open(spec *Spec, id string, started time.Time, formats Formats, m *Metrics, log *slog.Logger) (*Recorder, error) {
 	r := &Recorder{spec: spec, log: log, m: m, stop: make(chan struct{}), done: make(chan struct{}), zeros: make([]byte, 4096)}
 	if err := r.create(id, started, formats); err != nil {
 		m.recordings.WithLabelValues(OutcomeOpenFailed).Inc()
 		return nil, err
 	}
-	go r.run()
 	return r, nil
 }
 
@@ -166,10 +178,16 @@ func (r *Recorder) create(id string, started time.Time, formats Formats) error {
 			return err
 		}
 	}
+	dir, err := os.Open(r.spec.Dir)
+	if err != nil {
+		r.closeFiles(true)
+		return err
+	}
+	r.dir = dir
+	_ = dir.Sync()
 	r.ref = ring{buf: make([]byte, bytesOf(formats.Caller, time.Second))}
 	r.refFrame = make([]byte, formats.MaxFrameMs*formats.Caller.BytesPerMs())
 	r.silence = formats.Caller.Silence()
-	syncDir(r.spec.Dir)
 	return nil
 }
 
@@ -312,7 +330,7 @@ func (r *Recorder) write(headers bool) {
 	if r.outcome != "" {
 		return
 	}
-	if free, err := r.spec.freeBytes(); err == nil && free < r.spec.minFree() {
+	if free, err := r.spec.freeBytes(r.dir); err == nil && free < r.spec.minFree() {
 		r.halt(OutcomeDiskFloor, fmt.Errorf("the file system of %s has %d bytes free, below recording.min_free_bytes (%d)", r.spec.Dir, free, r.spec.minFree()))
 		return
 	}
@@ -427,7 +445,8 @@ func (r *Recorder) finish() {
 		}
 	}
 	r.closeFiles(false)
-	syncDir(r.spec.Dir)
+	_ = r.dir.Sync()
+	_ = r.dir.Close()
 	r.m.recordings.WithLabelValues(r.outcome).Inc()
 }
 

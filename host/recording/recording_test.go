@@ -138,3 +138,90 @@ func TestParseStream(t *testing.T) {
 		t.Errorf("an unknown stream's error lists the known ones: %v", err)
 	}
 }
+
+// stalled is a file whose writes of audio wait until release is closed,
+// as on a disk that stopped answering.
+type stalled struct {
+	*os.File
+	blocked chan<- struct{}
+	release <-chan struct{}
+	n       int
+}
+
+func (s *stalled) Write(b []byte) (int, error) {
+	if s.n++; s.n == 2 {
+		close(s.blocked)
+		<-s.release
+	}
+	return s.File.Write(b)
+}
+
+// TestAStalledDiskNeverHoldsUpTheFrames stalls the disk for ten seconds of
+// a call's audio: every frame still returns at once (the call's frame loop
+// never waits for the disk), what did not fit the call's buffer is counted
+// dropped, and once the disk answers again the file goes on, with silence
+// where the dropped audio was, so it stays as long as the call.
+func TestAStalledDiskNeverHoldsUpTheFrames(t *testing.T) {
+	blocked, release := make(chan struct{}), make(chan struct{})
+	spec := &recording.Spec{Dir: t.TempDir(), Streams: []recording.Stream{recording.Caller}, MinFreeBytes: 1}
+	var path string
+	recording.SetCreate(spec, func(p string) (recording.Writer, error) {
+		f, err := os.Create(p)
+		path = p
+		return &stalled{File: f, blocked: blocked, release: release}, err
+	})
+	reg := prometheus.NewRegistry()
+	rec, err := recording.Open(spec, "stalled", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20},
+		recording.NewMetrics(reg), slog.New(slog.NewTextHandler(&hosttest.LogBuffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(k int) []byte { return bytes.Repeat([]byte{byte(k)}, 160) }
+	const frames = 500 // 10 s
+	// Ten frames, then the writer takes them and its write stalls: the
+	// other frames come while it waits.
+	for k := 0; k < 10; k++ {
+		rec.Caller(frame(k))
+	}
+	<-blocked
+	var slowest time.Duration
+	for k := 10; k < frames; k++ {
+		t0 := time.Now()
+		rec.Caller(frame(k))
+		slowest = max(slowest, time.Since(t0))
+	}
+	close(release)
+	rec.Close()
+	t.Logf("the slowest of the %d frames that came while the disk stalled took %v to record", frames-10, slowest)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm := b[44:]
+	if len(pcm) != frames*160*2 {
+		t.Fatalf("the file holds %d samples, want %d: one per sample of the call, dropped ones as silence", len(pcm)/2, frames*160)
+	}
+	// The ten frames the writer took, then the 2 s (100 frames) the
+	// buffer held while it waited, each decoded; then silence for the
+	// frames that found the buffer full.
+	want := make([]byte, 320)
+	for k := 0; k < frames; k++ {
+		got := pcm[k*320 : (k+1)*320]
+		if codec.Telephony.Decode(want, frame(k)); k >= 110 {
+			clear(want)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("frame %d of the file is not the call's frame %d (frames 0-109) or silence (from 110)", k, k)
+		}
+	}
+	var dropped float64
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if f.GetName() == "voxhost_recording_dropped_seconds_total" {
+			dropped = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if dropped != 7.8 {
+		t.Fatalf("voxhost_recording_dropped_seconds_total = %v, want the 7.8 s (390 frames) that found the buffer full", dropped)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -140,11 +139,12 @@ func (s *Spec) minFree() uint64 {
 	return s.MinFreeBytes
 }
 
-func (s *Spec) freeBytes() (uint64, error) {
+// freeBytes is the free space of dir, the spec's Dir opened.
+func (s *Spec) freeBytes(dir *os.File) (uint64, error) {
 	if s.FreeBytes != nil {
 		return s.FreeBytes(s.Dir)
 	}
-	return freeBytes(s.Dir)
+	return freeBytes(dir)
 }
 
 func (s *Spec) open(path string) (file, error) {
@@ -156,12 +156,4 @@ func (s *Spec) open(path string) (file, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// syncDir makes the directory entries of new files durable.
-func syncDir(dir string) {
-	if d, err := os.Open(filepath.Clean(dir)); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }
