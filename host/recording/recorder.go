@@ -115,7 +115,9 @@ type Recorder struct {
 	closeOnce sync.Once
 	// outcome is set by the writer when the recording stops early.
 	outcome string
-	zeros   []byte
+	// zeros is silence to write; pcm is where the writer decodes, a
+	// piece at a time.
+	zeros, pcm []byte
 }
 
 // track is one stream's file and the audio buffered for it.
@@ -136,7 +138,6 @@ type track struct {
 	off atomic.Bool
 
 	back    []byte
-	pcm     []byte
 	written int64
 	limit   int64
 }
@@ -155,7 +156,7 @@ func Open(spec *Spec, id string, started time.Time, formats Formats, m *Metrics,
 
 // open is Open without the writer.
 func open(spec *Spec, id string, started time.Time, formats Formats, m *Metrics, log *slog.Logger) (*Recorder, error) {
-	r := &Recorder{spec: spec, log: log, m: m, stop: make(chan struct{}), done: make(chan struct{}), zeros: make([]byte, 4096)}
+	r := &Recorder{spec: spec, log: log, m: m, stop: make(chan struct{}), done: make(chan struct{}), zeros: make([]byte, 4096), pcm: make([]byte, 8192)}
 	if err := r.create(id, started, formats); err != nil {
 		m.recordings.WithLabelValues(OutcomeOpenFailed).Inc()
 		return nil, err
@@ -205,9 +206,6 @@ func (r *Recorder) createAt(stem string, started time.Time, formats Formats) err
 		queue := bytesOf(f, queueAudio)
 		t := &track{stream: s, format: f, path: path, f: fh, front: make([]byte, 0, queue), back: make([]byte, 0, queue),
 			limit: min(int64(r.spec.maxDuration()/time.Millisecond)*int64(f.Rate/1000)*2, math.MaxUint32-audiofile.WAVHeaderSize)}
-		if f.Encoding != codec.L16 {
-			t.pcm = make([]byte, 2*queue)
-		}
 		r.tracks[s] = t
 		h := audiofile.WAVHeader(f.Rate, 0)
 		if _, err := fh.Write(h[:]); err != nil {
@@ -367,11 +365,7 @@ func (r *Recorder) writeTrack(t *track) error {
 	lost := t.lost
 	t.lost = 0
 	t.mu.Unlock()
-	pcm := t.back
-	if t.pcm != nil {
-		pcm = t.pcm[:t.format.Decode(t.pcm, t.back)]
-	}
-	if err := t.append(pcm, r.m); err != nil {
+	if err := r.decode(t); err != nil {
 		return err
 	}
 	if lost > 0 {
@@ -384,6 +378,22 @@ func (r *Recorder) writeTrack(t *track) error {
 			}
 			silent -= n
 		}
+	}
+	return nil
+}
+
+// decode writes what t's writer took as PCM16: as it is (L16), or decoded
+// a piece at a time into the recorder's pcm.
+func (r *Recorder) decode(t *track) error {
+	if t.format.Encoding == codec.L16 {
+		return t.append(t.back, r.m)
+	}
+	for in := t.back; len(in) > 0; {
+		n := min(len(in), len(r.pcm)/2)
+		if err := t.append(r.pcm[:t.format.Decode(r.pcm, in[:n])], r.m); err != nil {
+			return err
+		}
+		in = in[n:]
 	}
 	return nil
 }
