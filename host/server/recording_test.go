@@ -128,30 +128,37 @@ func TestRecordingOfAnEchoCall(t *testing.T) {
 	sameSamples(t, "reference", got["reference"], append(make([]int16, 160), heard[:len(heard)-160]...))
 }
 
-// TestRecordingOfARelayedCall records a call relayed to a bot that sends
-// back what it hears: the caller's streams are what it sent, what it
-// heard is what it received, and the reference is that heard audio in
-// order, taken as the caller's frames came.
-func TestRecordingOfARelayedCall(t *testing.T) {
+// echoBot serves a raw bot that sends back each binary message as it
+// came, and returns its ws:// URL. Its reads allocate nothing.
+func echoBot(t *testing.T) string {
 	bot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
 		}
 		defer conn.CloseNow()
+		buf := make([]byte, 4096)
 		for {
-			typ, msg, err := conn.Read(context.Background())
+			typ, n, err := readInto(conn, buf)
 			if err != nil {
 				return
 			}
-			if typ == websocket.MessageBinary && conn.Write(context.Background(), typ, msg) != nil {
+			if typ == websocket.MessageBinary && conn.Write(context.Background(), typ, buf[:n]) != nil {
 				return
 			}
 		}
 	}))
-	defer bot.Close()
+	t.Cleanup(bot.Close)
+	return "ws" + strings.TrimPrefix(bot.URL, "http")
+}
+
+// TestRecordingOfARelayedCall records a call relayed to a bot that sends
+// back what it hears: the caller's streams are what it sent, what it
+// heard is what it received, and the reference is that heard audio in
+// order, taken as the caller's frames came.
+func TestRecordingOfARelayedCall(t *testing.T) {
 	dir := t.TempDir()
-	up := upstream(t, "ws"+strings.TrimPrefix(bot.URL, "http"), "raw")
+	up := upstream(t, echoBot(t), "raw")
 	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: "passthrough", upstream: up}},
 		recordMain(&recording.Spec{Dir: dir, Streams: allStreams, MinFreeBytes: 1}))
 	sent := ulawSpeech(1)
@@ -341,4 +348,40 @@ func TestRecordingAllocatesNothingPerFrame(t *testing.T) {
 	if strings.Contains(metrics(t, h), "voxhost_recording_dropped_seconds_total 0\n") {
 		t.Error("no audio dropped at thirty times real time: the test did not reach the full-buffer path")
 	}
+}
+
+// TestRecordedRelayAllocatesNothingPerFrame is the same count for a
+// relayed call recording every stream: a Twilio caller (sent ahead of
+// real time, so the test takes no minute) through a raw bot that echoes,
+// the heard stream taken from the playout.
+func TestRecordedRelayAllocatesNothingPerFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations over thousands of frames")
+	}
+	up := upstream(t, echoBot(t), "raw")
+	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: "passthrough", upstream: up}}, func(o *server.Options) {
+		recordMain(&recording.Spec{Dir: t.TempDir(), Streams: allStreams, MinFreeBytes: 1})(o)
+		o.SendAhead = time.Hour
+	})
+	c := dial(t, h.url+"/twilio")
+	defer c.CloseNow()
+	twilioCallerStart(t, c, `{}`)
+	media := twilioMedia("MZ00000000000000000000000000000001", ulawSpeech(0.02))
+	buf := make([]byte, 4096)
+	roundTrip := func() {
+		if err := c.Write(context.Background(), websocket.MessageText, media); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := readInto(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		roundTrip()
+	}
+	if perFrame := testing.AllocsPerRun(3000, roundTrip); perFrame > 0 {
+		t.Fatalf("%.0f allocations per frame in a recorded relay; it must allocate nothing per frame in either direction", perFrame)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
 }
