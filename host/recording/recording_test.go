@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voxhost/voxhost/host/audiofile"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/internal/hosttest"
@@ -223,5 +224,43 @@ func TestAStalledDiskNeverHoldsUpTheFrames(t *testing.T) {
 	}
 	if dropped != 7.8 {
 		t.Fatalf("voxhost_recording_dropped_seconds_total = %v, want the 7.8 s (390 frames) that found the buffer full", dropped)
+	}
+}
+
+// TestAFileIsPlayableBeforeTheCallEnds reads a recording's file while its
+// call goes on, as after a crash: within a second of the audio being
+// written its header counts it, and the file reads as a WAV file holding
+// the call's audio so far.
+func TestAFileIsPlayableBeforeTheCallEnds(t *testing.T) {
+	spec := &recording.Spec{Dir: t.TempDir(), Streams: []recording.Stream{recording.Caller}, MinFreeBytes: 1}
+	rec, err := recording.Open(spec, "alive", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20},
+		recording.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(&hosttest.LogBuffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	ulaw := make([]byte, 8000) // a second
+	for i := range ulaw {
+		ulaw[i] = byte(i * 7)
+	}
+	for off := 0; off < len(ulaw); off += 160 {
+		rec.Caller(ulaw[off : off+160])
+	}
+	path := rec.Files()[0]
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pcm, rate, err := audiofile.ReadPCM(path)
+		if err == nil && len(pcm) == 2*len(ulaw) {
+			want := make([]byte, 2*len(ulaw))
+			codec.DecodeUlaw(want, ulaw)
+			if rate != 8000 || !bytes.Equal(pcm, want) {
+				t.Fatalf("the live file reads as %d samples at %d Hz that are not the audio written", len(pcm)/2, rate)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after a second of audio, the live file's header does not count it: %d bytes, %v", len(pcm), err)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll of the condition, as waitFor's
 	}
 }
