@@ -307,6 +307,7 @@ func route(r *Route) field {
 				"outbound":   stageList(&r.Outbound),
 				"upstream":   upstream(&r.Upstream),
 				"over_quota": str(&r.OverQuota),
+				"recording":  recording(&r.Recording),
 			})(d, n, path)
 		case *ast.SequenceNode, *ast.NullNode:
 			r.listed = true

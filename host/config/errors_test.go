@@ -106,7 +106,7 @@ func TestErrors(t *testing.T) {
 		{"empty plugin", "pipelines:\n  main:\n    - plugin: ''\n", "voxhost.yaml:3:15: ", "pipelines.main[0].plugin: missing"},
 
 		// Routes.
-		{"unknown route key", "pipelines:\n  bot:\n    inbund: [{plugin: gain}]\n", "voxhost.yaml:3:5: ", `pipelines.bot: unknown key "inbund" (want one of: inbound, outbound, over_quota, upstream)`},
+		{"unknown route key", "pipelines:\n  bot:\n    inbund: [{plugin: gain}]\n", "voxhost.yaml:3:5: ", `pipelines.bot: unknown key "inbund" (want one of: inbound, outbound, over_quota, recording, upstream)`},
 		{"scalar for route", "pipelines:\n  main: gain\n", "voxhost.yaml:2:9: ", `pipelines.main: want a list of stages, or a mapping of inbound, outbound and upstream, got string "gain"`},
 		{"route without inbound", "pipelines:\n  bot:\n    outbound: [{plugin: gain}]\n", "voxhost.yaml:3:5: ", "pipelines.bot.inbound: no stages; list at least one plugin (passthrough"},
 		{"empty inbound", "pipelines:\n  bot:\n    inbound: []\n", "voxhost.yaml:3:14: ", "pipelines.bot.inbound: no stages"},

@@ -28,6 +28,8 @@ type Route struct {
 	// limits.call_cpu_share of a core: OverQuotaBypass (also "") or
 	// OverQuotaEndCall.
 	OverQuota string
+	// Recording records the route's calls; nil records nothing.
+	Recording *Recording
 
 	// listed says the file wrote the route as a bare list of stages, so
 	// that errors name them as it does: pipelines.NAME[i], not
@@ -150,6 +152,11 @@ func (r *Route) validate(at string, ch Checker) error {
 	}
 	if err := validateStages(at+".outbound", r.Outbound, ch); err != nil {
 		return err
+	}
+	if r.Recording != nil {
+		if err := r.Recording.validate(at + ".recording"); err != nil {
+			return err
+		}
 	}
 	if r.Upstream != nil {
 		return r.Upstream.validate(at+".upstream", ch)

@@ -208,6 +208,10 @@ type Server struct {
 	// rt schedules plugin work and prices calls for admission.
 	rt *realtime
 
+	// recordingDirs holds the directory of every route whose calls
+	// recorded (RecordingDirs).
+	recordingDirs sync.Map
+
 	mu    sync.Mutex
 	calls map[*call]struct{}
 	idle  chan struct{} // closed and replaced when the last call ends

@@ -161,6 +161,21 @@ func startHost(t *testing.T, extra string) *host {
 // admin makes an admin API request and decodes the JSON answer.
 func (h *host) admin(method, path, tok string, body []byte) (int, map[string]any) {
 	h.t.Helper()
+	status, ct, raw := h.request(method, path, tok, body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		h.t.Fatalf("%s %s: %d, not JSON: %q", method, path, status, raw)
+	}
+	if ct != "application/json" {
+		h.t.Errorf("%s %s: Content-Type %q", method, path, ct)
+	}
+	return status, out
+}
+
+// request makes an admin API request and returns the status, the
+// Content-Type and the body.
+func (h *host) request(method, path, tok string, body []byte) (int, string, []byte) {
+	h.t.Helper()
 	req, err := http.NewRequest(method, h.adminURL+path, bytes.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
@@ -174,14 +189,7 @@ func (h *host) admin(method, path, tok string, body []byte) (int, map[string]any
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		h.t.Fatalf("%s %s: %d, not JSON: %q", method, path, resp.StatusCode, raw)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		h.t.Errorf("%s %s: Content-Type %q", method, path, ct)
-	}
-	return resp.StatusCode, out
+	return resp.StatusCode, resp.Header.Get("Content-Type"), raw
 }
 
 // pluginSHA is the sha256 GET /plugins reports for name, or "".

@@ -16,6 +16,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/server"
 )
 
@@ -50,6 +51,8 @@ type RouteSpec struct {
 	Upstream *server.Upstream
 	// OverQuota is what happens to a call over its CPU quota.
 	OverQuota server.QuotaPolicy
+	// Recording records the route's calls; nil records nothing.
+	Recording *recording.Spec
 }
 
 // uses says whether a stage of either direction references ref.

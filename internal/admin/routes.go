@@ -48,7 +48,7 @@ func buildRoutes(ctx context.Context, cat *catalog.Catalog, specs, prevSpecs map
 		if err != nil {
 			return nil, nil, err
 		}
-		routes[name] = &server.Route{Name: name, Inbound: in, Outbound: out, Upstream: spec.Upstream, OverQuota: spec.OverQuota}
+		routes[name] = &server.Route{Name: name, Inbound: in, Outbound: out, Upstream: spec.Upstream, OverQuota: spec.OverQuota, Recording: spec.Recording}
 		changed = append(changed, name)
 	}
 	return routes, changed, nil

@@ -26,6 +26,7 @@ import (
 	"github.com/voxhost/voxhost/host/httpguard"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/server"
 	"github.com/voxhost/voxhost/host/transport"
 	"github.com/voxhost/voxhost/internal/admin"
@@ -527,9 +528,24 @@ func routeSpecs(routes map[string]config.Route) (map[string]admin.RouteSpec, err
 		if err != nil {
 			return nil, fmt.Errorf("pipeline %s: %w", name, err)
 		}
-		specs[name] = admin.RouteSpec{Inbound: stageSpecs(r.Inbound), Outbound: stageSpecs(r.Outbound), Upstream: u, OverQuota: overQuota}
+		specs[name] = admin.RouteSpec{Inbound: stageSpecs(r.Inbound), Outbound: stageSpecs(r.Outbound), Upstream: u, OverQuota: overQuota, Recording: recordingSpec(r.Recording)}
 	}
 	return specs, nil
+}
+
+// recordingSpec maps a route's recording onto the recorder's spec; the
+// config was validated, so every stream name is known.
+func recordingSpec(r *config.Recording) *recording.Spec {
+	if r == nil {
+		return nil
+	}
+	spec := &recording.Spec{Dir: r.Dir, MaxDuration: time.Duration(r.MaxSeconds) * time.Second, MinFreeBytes: r.MinFreeBytes}
+	for _, w := range r.What {
+		if s, err := recording.ParseStream(w); err == nil {
+			spec.Streams = append(spec.Streams, s)
+		}
+	}
+	return spec
 }
 
 func upstream(u *config.Upstream) (*server.Upstream, error) {

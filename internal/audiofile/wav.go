@@ -32,7 +32,32 @@ const guidTail = "\x00\x00\x00\x00\x10\x00\x80\x00\x00\xAA\x00\x38\x9B\x71"
 const streamingSize = 0xFFFFFFFF
 
 // wavHeaderSize is the length of the canonical header writeWAV emits.
-const wavHeaderSize = 44
+const wavHeaderSize = WAVHeaderSize
+
+// WAVHeaderSize is the length of the canonical header WAVHeader makes.
+const WAVHeaderSize = 44
+
+// WAVHeader is the canonical 44-byte header of a mono PCM16 WAV file at
+// rate Hz whose data chunk holds dataBytes: what writeWAV writes first, and
+// what a recorder rewrites as its files grow. The caller checks that rate
+// and dataBytes fit a WAV file.
+func WAVHeader(rate int, dataBytes uint32) [WAVHeaderSize]byte {
+	var h [WAVHeaderSize]byte
+	le := binary.LittleEndian
+	copy(h[0:], "RIFF")
+	le.PutUint32(h[4:], WAVHeaderSize-8+dataBytes)
+	copy(h[8:], "WAVEfmt ")
+	le.PutUint32(h[16:], 16)
+	le.PutUint16(h[20:], tagPCM)
+	le.PutUint16(h[22:], 1)
+	le.PutUint32(h[24:], uint32(rate))
+	le.PutUint32(h[28:], uint32(rate*2))
+	le.PutUint16(h[32:], 2)
+	le.PutUint16(h[34:], 16)
+	copy(h[36:], "data")
+	le.PutUint32(h[40:], dataBytes)
+	return h
+}
 
 // parseWAV returns the samples of the data chunk without copying them. It
 // walks the chunk list rather than assuming the canonical layout, because
@@ -144,21 +169,7 @@ func writeWAV(path string, pcm []byte, rate int) error {
 	if uint64(len(pcm)) > math.MaxUint32-(wavHeaderSize-8) {
 		return fmt.Errorf("%s: %d bytes of audio is more than a WAV file can hold", path, len(pcm))
 	}
-	var h [wavHeaderSize]byte
-	le := binary.LittleEndian
-	copy(h[0:], "RIFF")
-	le.PutUint32(h[4:], uint32(wavHeaderSize-8+len(pcm)))
-	copy(h[8:], "WAVEfmt ")
-	le.PutUint32(h[16:], 16)
-	le.PutUint16(h[20:], tagPCM)
-	le.PutUint16(h[22:], 1)
-	le.PutUint32(h[24:], uint32(rate))
-	le.PutUint32(h[28:], uint32(rate*2))
-	le.PutUint16(h[32:], 2)
-	le.PutUint16(h[34:], 16)
-	copy(h[36:], "data")
-	le.PutUint32(h[40:], uint32(len(pcm)))
-
+	h := WAVHeader(rate, uint32(len(pcm)))
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -91,6 +91,7 @@ func startHostWith(t *testing.T, tweak func(*config.Config)) *host {
 		"talk": {Inbound: inbound},
 		"bot": {Inbound: inbound, Upstream: &config.Upstream{
 			URL: strings.Replace(bot.URL, "http://", "ws://", 1) + botsim.Paths[botsim.ProtocolRaw] + "/{call_id}", Protocol: botsim.ProtocolRaw}},
+		"recorded": {Inbound: inbound, Recording: &config.Recording{Dir: t.TempDir(), What: config.RecordingStreams, MinFreeBytes: 1}},
 	}
 	cfg.DefaultPipeline = "talk"
 	if tweak != nil {

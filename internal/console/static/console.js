@@ -4,6 +4,7 @@
 
 import {encodeUlaw, decodeUlaw, pcmBytes, pcmSamples, parseWAV, toBase64, fromBase64, concat, spectrogram} from './audio.js';
 import {timeline, waveform, spectrogramImage, eventStyle, peaksOf} from './draw.js';
+import {showRecording, clearRecording} from './recording.js';
 
 const settings = JSON.parse(document.getElementById('settings').textContent);
 const $ = (id) => document.getElementById(id);
@@ -45,6 +46,12 @@ async function request(method, path, {body, type, signal} = {}) {
   }
   if (!res.ok) throw new APIError(res.status, (data && data.error) || `${res.status} ${res.statusText}`);
   return data;
+}
+
+// fetchFile fetches a path of the API with the token, for a body that is
+// not JSON (a recorded WAV file).
+function fetchFile(path) {
+  return fetch(settings.api + path, {headers: token ? {Authorization: 'Bearer ' + token} : {}, cache: 'no-store'});
 }
 
 // ---- log in -------------------------------------------------------------
@@ -468,6 +475,7 @@ function endCall(c, why, state) {
     status(state === 'failed' ? 'the call failed: ' + why : 'call ended: ' + why, state);
     $('call-button').textContent = 'Call';
     drawTimeline();
+    showRecording(c.callID, c.events, request, fetchFile).catch((e) => { $('recording-note').textContent = e.message; });
   }
 }
 
@@ -477,6 +485,7 @@ function hangUp(why) {
 
 function clearCallView() {
   $('dtmf-sent').textContent = 'the keys send DTMF during a call';
+  clearRecording();
   $('events').tBodies[0].replaceChildren();
   $('costs').tBodies[0].replaceChildren();
   $('costs-note').textContent = '';
