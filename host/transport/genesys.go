@@ -317,7 +317,7 @@ func (g *genesysSession) open(m *genesysMessage, in *Inbound) error {
 	if p.Language != "" && params["language"] == "" {
 		params = withParam(params, "language", p.Language)
 	}
-	if err := checkCarrierStart(genesysName, params, "open inputVariables",
+	if err := checkCarrierStart(genesysName, params, "open inputVariables", nil,
 		[2]string{"organizationId", p.OrganizationID}, [2]string{"conversationId", p.ConversationID}); err != nil {
 		return err
 	}

@@ -227,6 +227,19 @@ type FrameFloor interface {
 	MinFrameMs() int
 }
 
+// AudioChunker is implemented by a Protocol that takes audio only in
+// messages of at least minBytes bytes that are a whole multiple of
+// multiple bytes (Exotel: 3,200 and 320; "smaller chunks risk audio
+// distortion"). The host sends frames of 20 ms, so for such a caller it
+// must join ceil(minBytes/frame) frames into one message (200 ms at
+// 8 kHz, 100 ms at 16 kHz, 80 ms at 24 kHz), holding back a tail until
+// the next frames or the end of what the bot said.
+type AudioChunker interface {
+	// AudioChunk returns the fewest bytes an audio message in f may carry
+	// and the unit its size must be a multiple of.
+	AudioChunk(f codec.Format) (minBytes, multiple int)
+}
+
 // OrderedReplies is implemented by a Protocol whose messages to the far end
 // are numbered (Genesys AudioHook's seq), so that a reply Decode renders
 // must go out before any message another goroutine renders after it: the
