@@ -20,6 +20,16 @@ func appendCount(dst []byte, n int64) []byte {
 	return append(dst, '"')
 }
 
+// decodeMessage reads msg, a JSON message of protocol named what (e.g.
+// "start"), into v with encoding/json: the rare messages, which may
+// allocate.
+func decodeMessage(protocol, what string, msg []byte, v any) error {
+	if err := json.Unmarshal(msg, v); err != nil {
+		return protocolErrorf(protocol, "bad %s message: %v", what, err)
+	}
+	return nil
+}
+
 // decodeCarrierDTMF reads the dtmf.digit of a dtmf message of protocol:
 // Twilio's shape, which Telnyx, Plivo and Exotel keep.
 func decodeCarrierDTMF(protocol string, msg []byte, in *Inbound) error {
@@ -28,8 +38,8 @@ func decodeCarrierDTMF(protocol string, msg []byte, in *Inbound) error {
 			Digit string `json:"digit"`
 		} `json:"dtmf"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(protocol, "bad dtmf message: %v", err)
+	if err := decodeMessage(protocol, "dtmf", msg, &m); err != nil {
+		return err
 	}
 	if m.DTMF == nil {
 		return protocolErrorf(protocol, "dtmf message without a dtmf object")
@@ -49,8 +59,8 @@ func decodeCarrierMark(protocol string, msg []byte, in *Inbound) error {
 			Name string `json:"name"`
 		} `json:"mark"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(protocol, "bad mark message: %v", err)
+	if err := decodeMessage(protocol, "mark", msg, &m); err != nil {
+		return err
 	}
 	if m.Mark == nil {
 		return protocolErrorf(protocol, "mark message without a mark object")
@@ -64,8 +74,8 @@ func decodeNamed(protocol, event string, msg []byte, in *Inbound) error {
 	var m struct {
 		Name *string `json:"name"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(protocol, "bad %s message: %v", event, err)
+	if err := decodeMessage(protocol, event, msg, &m); err != nil {
+		return err
 	}
 	if m.Name == nil {
 		return protocolErrorf(protocol, "%s message without a string name", event)

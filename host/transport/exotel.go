@@ -101,8 +101,8 @@ type exotelStartMsg struct {
 
 func exotelStart(s *jsonSession, msg []byte) (*Start, error) {
 	var m exotelStartMsg
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return nil, protocolErrorf(exotelName, "bad start message: %v", err)
+	if err := decodeMessage(exotelName, "start", msg, &m); err != nil {
+		return nil, err
 	}
 	st := m.Start
 	if st == nil {

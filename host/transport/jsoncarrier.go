@@ -526,6 +526,24 @@ func (b *carrierBot) wire(audio []byte) []byte {
 	return swap16(b.be, audio)
 }
 
+// trackedMedia renders Twilio's media message to a bot, which Telnyx
+// copied: the inbound track, its chunks counted from "1" and the ms of
+// audio before each as its timestamp, then the stream id.
+func (b *carrierBot) trackedMedia(audio []byte) (MessageType, []byte) {
+	b.chunk++
+	dst := b.open(b.c.sends.media)
+	dst = append(dst, `,"media":{"track":"inbound","chunk":`...)
+	dst = appendCount(dst, b.chunk)
+	dst = append(dst, `,"timestamp":`...)
+	dst = appendCount(dst, b.sentMs())
+	dst = append(dst, `,"payload":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, audio)
+	dst = append(append(dst, `"}`...), b.idMember...)
+	b.out = append(dst, '}')
+	b.sent += int64(len(audio))
+	return Text, b.out
+}
+
 // mark renders the carrier's mark message named name, with a sequence
 // number and the stream id.
 func (b *carrierBot) mark(name string) (MessageType, []byte, bool) {

@@ -82,8 +82,8 @@ type plivoStartMsg struct {
 
 func plivoStart(s *jsonSession, msg []byte) (*Start, error) {
 	var m plivoStartMsg
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return nil, protocolErrorf(plivoName, "bad start message: %v", err)
+	if err := decodeMessage(plivoName, "start", msg, &m); err != nil {
+		return nil, err
 	}
 	st := m.Start
 	switch {

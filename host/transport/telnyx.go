@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -120,8 +118,8 @@ type telnyxStartMsg struct {
 
 func telnyxStart(s *jsonSession, msg []byte) (*Start, error) {
 	var m telnyxStartMsg
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return nil, protocolErrorf(telnyxName, "bad start message: %v", err)
+	if err := decodeMessage(telnyxName, "start", msg, &m); err != nil {
+		return nil, err
 	}
 	st := m.Start
 	switch {
@@ -188,8 +186,8 @@ func decodeTelnyxError(msg []byte, in *Inbound) error {
 			Detail string  `json:"detail"`
 		} `json:"payload"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(telnyxName, "bad error message: %v", err)
+	if err := decodeMessage(telnyxName, "error", msg, &m); err != nil {
+		return err
 	}
 	if m.Payload == nil {
 		return protocolErrorf(telnyxName, "error message without a payload object")
@@ -240,22 +238,8 @@ func (t *telnyxBot) Open(send func(MessageType, []byte) error) error {
 	return send(Text, t.out)
 }
 
-// Audio renders a media message of the inbound track.
-func (t *telnyxBot) Audio(audio []byte) (MessageType, []byte) {
-	audio = t.wire(audio)
-	t.chunk++
-	b := t.open("media")
-	b = append(b, `,"media":{"track":"inbound","chunk":`...)
-	b = appendCount(b, t.chunk)
-	b = append(b, `,"timestamp":`...)
-	b = appendCount(b, t.sentMs())
-	b = append(b, `,"payload":"`...)
-	b = base64.StdEncoding.AppendEncode(b, audio)
-	b = append(append(b, `"}`...), t.idMember...)
-	t.out = append(b, '}')
-	t.sent += int64(len(audio))
-	return Text, t.out
-}
+// Audio renders a media message of the inbound track, as Twilio's.
+func (t *telnyxBot) Audio(audio []byte) (MessageType, []byte) { return t.trackedMedia(t.wire(audio)) }
 
 // DTMF renders a dtmf message, stamped with occurred_at as Telnyx does;
 // there is none for a byte that is not a key.

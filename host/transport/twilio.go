@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"encoding/json"
-
 	"github.com/voxhost/voxhost/host/codec"
 )
 
@@ -59,8 +57,8 @@ type twilioStartMsg struct {
 // twilioStart reads a start message: μ-law at 8 kHz, Twilio's only format.
 func twilioStart(s *jsonSession, msg []byte) (*Start, error) {
 	var m twilioStartMsg
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return nil, protocolErrorf(twilioName, "bad start message: %v", err)
+	if err := decodeMessage(twilioName, "start", msg, &m); err != nil {
+		return nil, err
 	}
 	st := m.Start
 	if st == nil {

@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"encoding/base64"
-
 	"github.com/voxhost/voxhost/host/codec"
 )
 
@@ -61,20 +59,7 @@ func (t *twilioBot) Open(send func(MessageType, []byte) error) error {
 }
 
 // Audio renders a media message of the inbound track.
-func (t *twilioBot) Audio(ulaw []byte) (MessageType, []byte) {
-	t.chunk++
-	b := t.open("media")
-	b = append(b, `,"media":{"track":"inbound","chunk":`...)
-	b = appendCount(b, t.chunk)
-	b = append(b, `,"timestamp":`...)
-	b = appendCount(b, t.sentMs())
-	b = append(b, `,"payload":"`...)
-	b = base64.StdEncoding.AppendEncode(b, ulaw)
-	b = append(append(b, `"}`...), t.idMember...)
-	t.out = append(b, '}')
-	t.sent += int64(len(ulaw))
-	return Text, t.out
-}
+func (t *twilioBot) Audio(ulaw []byte) (MessageType, []byte) { return t.trackedMedia(ulaw) }
 
 // DTMF renders a dtmf message; there is none for a byte that is not a key.
 func (t *twilioBot) DTMF(digit byte) (MessageType, []byte, bool) {

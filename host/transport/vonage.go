@@ -216,8 +216,8 @@ func (v *vonageSession) connected(msg []byte, in *Inbound) error {
 		return protocolErrorf(vonageName, "a second websocket:connected on one stream")
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(vonageName, "bad websocket:connected message: %v", err)
+	if err := decodeMessage(vonageName, "websocket:connected", msg, &m); err != nil {
+		return err
 	}
 	f := vonageDefault
 	if raw, ok := m["content-type"]; ok {
