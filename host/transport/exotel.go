@@ -40,19 +40,20 @@ func Exotel() Protocol { return exotelProtocol{exotel} }
 
 // exotel is Twilio's shape with Exotel's names and L16 by default.
 var exotel = newJSONCarrier(jsonCarrier{
-	name: exotelName, carrier: "Exotel", path: "/exotel",
 	// Exotel plays what it is sent in order and returns each mark once the
 	// audio before it has played. Its pages do not say that a clear returns
 	// the marks queued behind it, and taking them as cleared is the safe
 	// reading (one returned after all is ignored).
-	buffers: true, clearDropsMarks: true,
-	id:          "stream_sid",
-	seqKey:      "sequence_number",
-	format:      codec.Format{Encoding: codec.L16, Rate: 8000},
-	checkFormat: checkExotelFormat,
-	connect:     exotelConnect,
-	start:       exotelStart,
-	newBot:      func(b carrierBot) BotSession { return &exotelBot{b} },
+	endpoint:        endpoint{name: exotelName, path: "/exotel", buffers: true},
+	carrier:         "Exotel",
+	clearDropsMarks: true,
+	id:              "stream_sid",
+	seqKey:          "sequence_number",
+	format:          codec.Format{Encoding: codec.L16, Rate: 8000},
+	checkFormat:     checkExotelFormat,
+	connect:         exotelConnect,
+	start:           exotelStart,
+	newBot:          func(b carrierBot) BotSession { return &exotelBot{b} },
 })
 
 // exotelProtocol is the server role, with Exotel's rule for the audio it

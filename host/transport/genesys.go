@@ -54,22 +54,16 @@ const genesysName = "genesys"
 // one for one, and a relay must join its 20 ms frames into messages of
 // 200 ms (AudioChunk). Only the Audio Connector takes audio from the
 // server at all; AudioHook Monitor is listen-only and refuses it.
-func Genesys() Protocol { return genesys{} }
+func Genesys() Protocol { return genesysProtocol }
 
 func init() {
-	RegisterProtocol(genesys{})
+	RegisterProtocol(genesysProtocol)
 	RegisterDialect(genesysDialect{})
 }
 
-type genesys struct{}
+type genesys struct{ endpoint }
 
-func (genesys) Name() string { return genesysName }
-
-func (genesys) Path() string { return "/genesys" }
-
-func (genesys) StartsOnConnect() bool { return false }
-
-func (genesys) Buffers() bool { return false }
+var genesysProtocol = genesys{endpoint{name: genesysName, path: "/genesys"}}
 
 // MinFrameMs is 200: Genesys streams 200 ms frames (1,600 bytes of PCMU),
 // longer than the host's default frame limit.

@@ -58,13 +58,12 @@ type jsonEvent struct {
 // jsonCarrier is one JSON carrier of Twilio's shape. It is both the
 // Protocol of its server role and the Dialect of its client role.
 type jsonCarrier struct {
-	name    string // in errors, logs, metrics and configs, e.g. "telnyx"
+	// endpoint names the carrier in errors, logs, metrics and configs
+	// (e.g. "telnyx") and its path (e.g. "/telnyx"); buffers says it plays
+	// what it is sent in order and returns each mark once the audio before
+	// it has played (Protocol.Buffers). It starts with a start message.
+	endpoint
 	carrier string // the carrier as people write it, in errors, e.g. "Telnyx"
-	path    string // the endpoint, e.g. "/telnyx"
-
-	// buffers: the carrier plays what it is sent in order and returns
-	// each mark once the audio before it has played (Protocol.Buffers).
-	buffers bool
 	// clearDropsMarks: its clear discards the marks queued behind the
 	// audio instead of returning them (MarkDropper).
 	clearDropsMarks bool
@@ -140,19 +139,6 @@ func newJSONCarrier(c jsonCarrier) *jsonCarrier {
 	}
 	return &c
 }
-
-// Name names the carrier, e.g. "telnyx".
-func (c *jsonCarrier) Name() string { return c.name }
-
-// Path is the endpoint the server mounts the carrier at.
-func (c *jsonCarrier) Path() string { return c.path }
-
-// StartsOnConnect is false: these carriers send a start message first.
-func (c *jsonCarrier) StartsOnConnect() bool { return false }
-
-// Buffers reports whether the carrier plays ahead of real time and returns
-// marks once played.
-func (c *jsonCarrier) Buffers() bool { return c.buffers }
 
 // ClearDropsMarks reports whether the carrier's clear discards the marks
 // queued behind it.

@@ -41,23 +41,24 @@ func Plivo() Protocol { return plivo }
 // clearAudio to Plivo, playedStream and clearedAudio back, a mark's name
 // at the top level and numbers as numbers.
 var plivo = newJSONCarrier(jsonCarrier{
-	name: plivoName, carrier: "Plivo", path: "/plivo",
 	// Plivo queues what it is sent and answers a checkpoint with
 	// playedStream once the audio before it has played; "playedStream will
 	// only be emitted if the preceding events were played successfully",
 	// so checkpoints queued behind a clearAudio never come back.
-	buffers: true, clearDropsMarks: true,
-	sends:        jsonEvents{media: "media", mark: "playedStream"},
-	takes:        jsonEvents{media: "playAudio", mark: "checkpoint", clear: "clearAudio"},
-	cleared:      "clearedAudio",
-	flatMark:     true,
-	id:           "streamId",
-	seqNumber:    true,
-	format:       codec.Telephony,
-	checkFormat:  checkPlivoFormat,
-	start:        plivoStart,
-	mediaMembers: appendPlivoMedia,
-	newBot:       func(b carrierBot) BotSession { return &plivoBot{carrierBot: b} },
+	endpoint:        endpoint{name: plivoName, path: "/plivo", buffers: true},
+	carrier:         "Plivo",
+	clearDropsMarks: true,
+	sends:           jsonEvents{media: "media", mark: "playedStream"},
+	takes:           jsonEvents{media: "playAudio", mark: "checkpoint", clear: "clearAudio"},
+	cleared:         "clearedAudio",
+	flatMark:        true,
+	id:              "streamId",
+	seqNumber:       true,
+	format:          codec.Telephony,
+	checkFormat:     checkPlivoFormat,
+	start:           plivoStart,
+	mediaMembers:    appendPlivoMedia,
+	newBot:          func(b carrierBot) BotSession { return &plivoBot{carrierBot: b} },
 })
 
 func init() {

@@ -45,10 +45,10 @@ func Telnyx() Protocol { return telnyx }
 // host sends (so a mark or clear may go before start), L16 in network byte
 // order, a send codec of its own and an error message.
 var telnyx = newJSONCarrier(jsonCarrier{
-	name: telnyxName, carrier: "Telnyx", path: "/telnyx",
 	// Telnyx plays what it is sent in order and returns each mark once the
 	// media before it has finished; a clear returns the queued ones.
-	buffers:     true,
+	endpoint:    endpoint{name: telnyxName, path: "/telnyx", buffers: true},
+	carrier:     "Telnyx",
 	id:          "stream_id",
 	bareTakes:   true,
 	seqKey:      "sequence_number",

@@ -205,6 +205,28 @@ type Protocol interface {
 	Buffers() bool
 }
 
+// endpoint is what a Protocol says of itself besides its sessions, as
+// data: a protocol's type embeds it and adds NewSession and whichever of
+// the optional interfaces below it implements.
+type endpoint struct {
+	name, path      string
+	startsOnConnect bool
+	buffers         bool
+}
+
+// Name names the protocol.
+func (e endpoint) Name() string { return e.name }
+
+// Path is the endpoint the server mounts the protocol at.
+func (e endpoint) Path() string { return e.path }
+
+// StartsOnConnect reports whether the stream starts when the socket opens.
+func (e endpoint) StartsOnConnect() bool { return e.startsOnConnect }
+
+// Buffers reports whether the client keeps a playout buffer and returns
+// marks once played.
+func (e endpoint) Buffers() bool { return e.buffers }
+
 // Framer is implemented by protocols that run over a plain byte stream
 // (TCP) rather than WebSocket messages, and frame their own messages
 // (AudioSocket's type and length header). The server reads a leg of such

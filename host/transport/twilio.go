@@ -20,8 +20,8 @@ func Twilio() Protocol { return twilio }
 // twilio is the shape the other JSON carriers copied, in the skeleton's
 // terms (jsoncarrier.go); its client role is in twilio_client.go.
 var twilio = newJSONCarrier(jsonCarrier{
-	name: twilioName, carrier: "Twilio", path: "/twilio",
-	buffers:        true,
+	endpoint:       endpoint{name: twilioName, path: "/twilio", buffers: true},
+	carrier:        "Twilio",
 	id:             "streamSid",
 	format:         codec.Telephony,
 	checkFormat:    checkTwilioFormat,

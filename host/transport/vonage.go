@@ -38,22 +38,16 @@ const vonageName = "vonage"
 // Vonage takes 20 ms messages only, so a shorter frame (the end of a bot's
 // answer) is padded with silence to 20 ms. It has no message for plugin
 // events or for hanging up: the call ends with the close.
-func Vonage() Protocol { return vonage{} }
+func Vonage() Protocol { return vonageProtocol }
 
 func init() {
-	RegisterProtocol(vonage{})
+	RegisterProtocol(vonageProtocol)
 	RegisterDialect(vonageDialect{})
 }
 
-type vonage struct{}
+type vonage struct{ endpoint }
 
-func (vonage) Name() string { return vonageName }
-
-func (vonage) Path() string { return "/vonage" }
-
-func (vonage) StartsOnConnect() bool { return false }
-
-func (vonage) Buffers() bool { return true }
+var vonageProtocol = vonage{endpoint{name: vonageName, path: "/vonage", buffers: true}}
 
 // ClearDropsMarks is true: a clear discards the audio Vonage holds, and
 // its guide does not say the notifies queued behind it still come; the
