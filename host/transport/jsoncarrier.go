@@ -44,8 +44,8 @@ var twilioFields = jsonFields{kind: "event", object: "media", payload: "payload"
 // media path, as the value of jsonFields.kind.
 type jsonEvents struct {
 	media string // audio, e.g. "media" (Plivo's playAudio)
-	mark  string // a mark, e.g. "mark" (Plivo's checkpoint, and its playedStream back)
-	clear string // drop the queued audio, e.g. "clear"; "" when the side has none
+	mark  string // a mark, e.g. "mark" (Plivo's checkpoint, and its playedStream back); "" for none
+	clear string // drop the queued audio, e.g. "clear"; "" for none
 }
 
 // jsonEvent is a message a carrier sends that the skeleton does not know,
@@ -92,6 +92,9 @@ type jsonCarrier struct {
 	// not a string of digits.
 	seqKey    string
 	seqNumber bool
+	// kindOpen and seqMember are what the client role's messages begin
+	// with around their kind: `{"event":"` and `","sequenceNumber":`.
+	kindOpen, seqMember string
 
 	// format is the stream's before start: what connect or the start
 	// message may change.
@@ -117,8 +120,10 @@ type jsonCarrier struct {
 	// before the payload, each member ending in a comma (Plivo's
 	// contentType and sampleRate); nil for none.
 	mediaMembers func(dst []byte, f codec.Format) []byte
-	// events are the carrier's further messages.
-	events []jsonEvent
+	// events are the carrier's further messages, botEvents those it takes
+	// beyond media, mark and clear (none of the carriers here: a bot
+	// dialect's ping or error).
+	events, botEvents []jsonEvent
 	// newBot makes the client role's session around the skeleton's.
 	newBot func(b carrierBot) BotSession
 }
@@ -137,6 +142,8 @@ func newJSONCarrier(c jsonCarrier) *jsonCarrier {
 	if c.seqKey == "" {
 		c.seqKey = "sequenceNumber"
 	}
+	c.kindOpen = `{"` + c.fields.kind + `":"`
+	c.seqMember = `","` + c.seqKey + `":`
 	return &c
 }
 
@@ -150,12 +157,13 @@ func (c *jsonCarrier) CheckFormat(f codec.Format) error { return c.checkFormat(f
 // NewSession makes the state of one call; the stream's format is the
 // carrier's default, or what connect read, until its start message.
 func (c *jsonCarrier) NewSession(cfg SessionConfig) (Session, error) {
-	s := &jsonSession{c: c, cfg: cfg, format: c.format, send: c.format, sid: []byte(`""`)}
+	s := &jsonSession{c: c, cfg: cfg, format: c.format, send: c.format}
 	if c.connect != nil {
 		if err := c.connect(s); err != nil {
 			return nil, err
 		}
 	}
+	s.name("")
 	cfg.maxAudio(s.format) // a limit no frame could pass is caught here
 	return s, nil
 }
@@ -262,20 +270,21 @@ func (f *carrierMessage) audio(protocol string, dst []byte, scratch *[]byte, max
 // jsonSession is the server role of a jsonCarrier: one call's stream.
 type jsonSession struct {
 	noHangup
-	c        *jsonCarrier
-	cfg      SessionConfig
-	format   codec.Format // the stream's, as the carrier sends it
-	send     codec.Format // what the carrier takes back, at the same rate
-	sendSet  bool         // send was chosen on connect, before start
-	started  bool
-	maxAudio int
-	sid      []byte // the stream id as a JSON string
-	idMember []byte // the stream id as a member, or nothing (bareTakes)
-	audio    []byte // the decoded payload of the last media message
-	scratch  []byte // a payload with its JSON escapes resolved
-	out      []byte // the last rendered message
-	pcm      []byte // a frame decoded for transcoding
-	conv     []byte // a frame in the send format
+	c         *jsonCarrier
+	cfg       SessionConfig
+	format    codec.Format // the stream's, as the carrier sends it
+	send      codec.Format // what the carrier takes back, at the same rate
+	sendSet   bool         // send was chosen on connect, before start
+	started   bool
+	maxAudio  int
+	sid       []byte // the stream id as a JSON string
+	idMember  []byte // the stream id as a member, or nothing (bareTakes)
+	mediaHead []byte // a media message up to its payload
+	audio     []byte // the decoded payload of the last media message
+	scratch   []byte // a payload with its JSON escapes resolved
+	out       []byte // the last rendered message
+	pcm       []byte // a frame decoded for transcoding
+	conv      []byte // a frame in the send format
 }
 
 // begin starts the stream of id in format f, sent back in send, and sizes
@@ -290,10 +299,28 @@ func (s *jsonSession) begin(id string, f, send codec.Format) {
 		s.pcm = make([]byte, 2*s.maxAudio)
 		s.conv = make([]byte, 2*s.maxAudio)
 	}
+	s.name(id)
+}
+
+// name sets the stream's id, and with it the start of every media message
+// the host sends: `{"event":"media","streamSid":S,"media":{"payload":"`,
+// rendered once rather than member by member for each frame.
+func (s *jsonSession) name(id string) {
 	s.sid = appendQuoted(nil, id)
 	if !s.c.bareTakes {
 		s.idMember = append([]byte(`,"`+s.c.id+`":`), s.sid...)
 	}
+	b := append([]byte(s.c.kindOpen), s.c.takes.media...)
+	b = append(append(b, '"'), s.idMember...)
+	b = append(b, `,"`...)
+	b = append(b, s.c.fields.object...)
+	b = append(b, `":{`...)
+	if s.c.mediaMembers != nil {
+		b = s.c.mediaMembers(b, s.send)
+	}
+	b = append(b, '"')
+	b = append(b, s.c.fields.payload...)
+	s.mediaHead = append(b, `":"`...)
 }
 
 // swaps reports whether audio in f changes byte order on the wire.
@@ -319,7 +346,7 @@ func (s *jsonSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		in.Kind, in.Start = KindStart, st
 	case textIs(f.kind, "dtmf"):
 		return decodeCarrierDTMF(s.c.name, msg, in)
-	case textIs(f.kind, s.c.sends.mark):
+	case s.c.sends.mark != "" && textIs(f.kind, s.c.sends.mark):
 		return s.c.decodeMark(s.c.sends.mark, msg, in)
 	case textIs(f.kind, "stop"):
 		in.Kind = KindStop
@@ -359,20 +386,7 @@ func (s *jsonSession) media(f *carrierMessage, in *Inbound) error {
 
 // Audio renders a media message in what the carrier takes back.
 func (s *jsonSession) Audio(frame []byte) (MessageType, []byte) {
-	b := append(s.out[:0], `{"`...)
-	b = append(b, s.c.fields.kind...)
-	b = append(b, `":"`...)
-	b = append(b, s.c.takes.media...)
-	b = append(append(b, '"'), s.idMember...)
-	b = append(b, `,"`...)
-	b = append(b, s.c.fields.object...)
-	b = append(b, `":{`...)
-	if s.c.mediaMembers != nil {
-		b = s.c.mediaMembers(b, s.send)
-	}
-	b = append(b, '"')
-	b = append(b, s.c.fields.payload...)
-	b = append(b, `":"`...)
+	b := append(s.out[:0], s.mediaHead...)
 	b = base64.StdEncoding.AppendEncode(b, s.outbound(frame))
 	s.out = append(b, `"}}`...)
 	return Text, s.out
@@ -406,10 +420,7 @@ func (s *jsonSession) open(event string) ([]byte, bool) {
 	if event == "" || !s.started && !s.c.bareTakes {
 		return nil, false
 	}
-	b := append(s.out[:0], `{"`...)
-	b = append(b, s.c.fields.kind...)
-	b = append(b, `":"`...)
-	b = append(b, event...)
+	b := append(append(s.out[:0], s.c.kindOpen...), event...)
 	return append(append(b, '"'), s.idMember...), true
 }
 
@@ -490,13 +501,9 @@ func (b *carrierBot) swaps() bool { return b.c.networkL16 && b.format.Encoding =
 // `{"event":"E","sequenceNumber":"N"`.
 func (b *carrierBot) open(event string) []byte {
 	b.seq++
-	dst := append(b.out[:0], `{"`...)
-	dst = append(dst, b.c.fields.kind...)
-	dst = append(dst, `":"`...)
+	dst := append(b.out[:0], b.c.kindOpen...)
 	dst = append(dst, event...)
-	dst = append(dst, `","`...)
-	dst = append(dst, b.c.seqKey...)
-	dst = append(dst, `":`...)
+	dst = append(dst, b.c.seqMember...)
 	if b.c.seqNumber {
 		return strconv.AppendInt(dst, b.seq, 10)
 	}
@@ -573,10 +580,16 @@ func (b *carrierBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	switch {
 	case textIs(f.kind, b.c.takes.media):
 		return b.media(&f, in)
-	case textIs(f.kind, b.c.takes.mark):
+	case b.c.takes.mark != "" && textIs(f.kind, b.c.takes.mark):
 		return b.c.decodeMark(b.c.takes.mark, msg, in)
 	case b.c.takes.clear != "" && textIs(f.kind, b.c.takes.clear):
 		in.Kind = KindClear
+	default:
+		for _, e := range b.c.botEvents {
+			if textIs(f.kind, e.event) {
+				return e.decode(msg, in)
+			}
+		}
 	}
 	return nil
 }
