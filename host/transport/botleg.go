@@ -89,3 +89,31 @@ func cutText(s string, max int) string {
 func errFormat(dialect string, f codec.Format, carries string) error {
 	return fmt.Errorf("the %s dialect carries %s, not %s", dialect, carries, f)
 }
+
+// binaryAudio is Audio for the dialects that send a bot the caller's
+// audio as it is, a binary message a frame.
+type binaryAudio struct{}
+
+// Audio sends the audio itself, as a binary message.
+func (binaryAudio) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
+
+// binaryBotAudio reads a bot's binary message of protocol as audio in the
+// leg's format, viewing msg.
+func binaryBotAudio(protocol string, msg []byte, cfg BotConfig, in *Inbound) error {
+	if err := checkBotAudio(protocol, len(msg), cfg.MaxAudio, cfg.Format); err != nil {
+		return err
+	}
+	in.Kind, in.Audio = KindAudio, msg
+	return nil
+}
+
+// textDigit renders a DTMF key as the text message head, the key and `"}`
+// (`{"event":"dtmf","digit":"5"}`) into *out; there is none for a byte
+// that is not a key.
+func textDigit(out *[]byte, head string, digit byte) (MessageType, []byte, bool) {
+	if !validDigit(digit) {
+		return 0, nil, false
+	}
+	*out = append(append((*out)[:0], head...), digit, '"', '}')
+	return Text, *out, true
+}

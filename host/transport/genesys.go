@@ -688,11 +688,7 @@ func (b *genesysBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		if err := checkBotAudio(genesysName, len(msg), b.cfg.MaxAudio, b.cfg.Format); err != nil {
-			return err
-		}
-		in.Kind, in.Audio = KindAudio, msg
-		return nil
+		return binaryBotAudio(genesysName, msg, b.cfg, in)
 	case Text:
 	default:
 		return protocolErrorf(genesysName, "message of unknown WebSocket type %d", int(typ))

@@ -355,6 +355,7 @@ func (vonageDialect) NewBotSession(cfg BotConfig) BotSession {
 }
 
 type vonageBot struct {
+	binaryAudio
 	cfg BotConfig
 	out []byte // the last rendered text message; the writing goroutine's
 }
@@ -375,17 +376,10 @@ func (v *vonageBot) Open(send func(MessageType, []byte) error) error {
 	return send(Text, v.out)
 }
 
-// Audio sends the audio itself, as a binary message.
-func (v *vonageBot) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
-
 // DTMF renders a websocket:dtmf; there is none for a byte that is not a
 // key.
 func (v *vonageBot) DTMF(digit byte) (MessageType, []byte, bool) {
-	if !validDigit(digit) {
-		return 0, nil, false
-	}
-	v.out = append(append(v.out[:0], `{"event":"websocket:dtmf","digit":"`...), digit, '"', '}')
-	return Text, v.out, true
+	return textDigit(&v.out, `{"event":"websocket:dtmf","digit":"`, digit)
 }
 
 // MarkPlayed returns the payload of the bot's notify, which is the mark's
@@ -430,11 +424,7 @@ func (v *vonageBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		if err := checkBotAudio(vonageName, len(msg), v.cfg.MaxAudio, v.cfg.Format); err != nil {
-			return err
-		}
-		in.Kind, in.Audio = KindAudio, msg
-		return nil
+		return binaryBotAudio(vonageName, msg, v.cfg, in)
 	case Text:
 	default:
 		return protocolErrorf(vonageName, "message of unknown WebSocket type %d", int(typ))
