@@ -206,7 +206,7 @@ func (e *exotelBot) Open(send func(MessageType, []byte) error) error {
 // Audio renders a media message.
 func (e *exotelBot) Audio(audio []byte) (MessageType, []byte) {
 	e.chunk++
-	b := append(e.open("media"), e.idMember...)
+	b := append(e.openMedia(), e.idMember...)
 	b = append(b, `,"media":{"chunk":`...)
 	b = appendCount(b, e.chunk)
 	b = append(b, `,"timestamp":`...)

@@ -93,8 +93,9 @@ type jsonCarrier struct {
 	seqKey    string
 	seqNumber bool
 	// kindOpen and seqMember are what the client role's messages begin
-	// with around their kind: `{"event":"` and `","sequenceNumber":`.
-	kindOpen, seqMember string
+	// with around their kind: `{"event":"` and `","sequenceNumber":`;
+	// mediaOpen is the three with its media message's kind between.
+	kindOpen, seqMember, mediaOpen string
 
 	// format is the stream's before start: what connect or the start
 	// message may change.
@@ -144,6 +145,7 @@ func newJSONCarrier(c jsonCarrier) *jsonCarrier {
 	}
 	c.kindOpen = `{"` + c.fields.kind + `":"`
 	c.seqMember = `","` + c.seqKey + `":`
+	c.mediaOpen = c.kindOpen + c.sends.media + c.seqMember
 	return &c
 }
 
@@ -458,6 +460,7 @@ func (s *jsonSession) Event(string, string, []byte, int64) (MessageType, []byte,
 type carrierBot struct {
 	c        *jsonCarrier
 	format   codec.Format
+	perMs    int64 // bytes of audio a millisecond
 	maxAudio int
 	call     CallInfo
 	sid      []byte // the stream id as a JSON string
@@ -482,6 +485,7 @@ func newCarrierBot(c *jsonCarrier, cfg BotConfig) carrierBot {
 	b := carrierBot{
 		c:        c,
 		format:   cfg.Format,
+		perMs:    int64(cfg.Format.BytesPerMs()),
 		maxAudio: cfg.MaxAudio,
 		call:     cfg.Call,
 		sid:      sid,
@@ -500,10 +504,17 @@ func (b *carrierBot) swaps() bool { return b.c.networkL16 && b.format.Encoding =
 // open begins a message of event with the next sequence number:
 // `{"event":"E","sequenceNumber":"N"`.
 func (b *carrierBot) open(event string) []byte {
-	b.seq++
 	dst := append(b.out[:0], b.c.kindOpen...)
-	dst = append(dst, event...)
-	dst = append(dst, b.c.seqMember...)
+	return b.count(append(append(dst, event...), b.c.seqMember...))
+}
+
+// openMedia is open of the carrier's media message, whose start is made
+// once.
+func (b *carrierBot) openMedia() []byte { return b.count(append(b.out[:0], b.c.mediaOpen...)) }
+
+// count appends the next sequence number.
+func (b *carrierBot) count(dst []byte) []byte {
+	b.seq++
 	if b.c.seqNumber {
 		return strconv.AppendInt(dst, b.seq, 10)
 	}
@@ -524,12 +535,12 @@ func (b *carrierBot) wire(audio []byte) []byte {
 // audio before each as its timestamp, then the stream id.
 func (b *carrierBot) trackedMedia(audio []byte) (MessageType, []byte) {
 	b.chunk++
-	dst := b.open(b.c.sends.media)
-	dst = append(dst, `,"media":{"track":"inbound","chunk":`...)
-	dst = appendCount(dst, b.chunk)
-	dst = append(dst, `,"timestamp":`...)
-	dst = appendCount(dst, b.sentMs())
-	dst = append(dst, `,"payload":"`...)
+	dst := b.openMedia()
+	dst = append(dst, `,"media":{"track":"inbound","chunk":"`...)
+	dst = strconv.AppendInt(dst, b.chunk, 10)
+	dst = append(dst, `","timestamp":"`...)
+	dst = strconv.AppendInt(dst, b.sentMs(), 10)
+	dst = append(dst, `","payload":"`...)
 	dst = base64.StdEncoding.AppendEncode(dst, audio)
 	dst = append(append(dst, `"}`...), b.idMember...)
 	b.out = append(dst, '}')
@@ -613,7 +624,7 @@ func (b *carrierBot) media(f *carrierMessage, in *Inbound) error {
 
 // sentMs is the audio sent so far, in ms: the timestamp of the next media
 // message.
-func (b *carrierBot) sentMs() int64 { return b.sent / int64(b.format.BytesPerMs()) }
+func (b *carrierBot) sentMs() int64 { return b.sent / b.perMs }
 
 // decodeBase64Token decodes the base64 text of the JSON string token q into
 // dst and returns the bytes written, without allocating: dst holds any

@@ -207,7 +207,7 @@ func plivoExtraHeaders(params map[string]string) string {
 // Audio renders a media message of the inbound track.
 func (p *plivoBot) Audio(audio []byte) (MessageType, []byte) {
 	p.chunk++
-	b := append(p.open("media"), p.idMember...)
+	b := append(p.openMedia(), p.idMember...)
 	b = append(b, `,"media":{"track":"inbound","timestamp":`...)
 	b = appendCount(b, p.epochMs+p.sentMs())
 	b = append(b, `,"chunk":`...)
