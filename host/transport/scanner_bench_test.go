@@ -47,6 +47,26 @@ func TestScannerAndFastjsonAgree(t *testing.T) {
 	}
 }
 
+// TestFastjsonParseIsLenient is why the benchmark's fair comparison is
+// fastjson+validate: fastjson's parser alone takes messages that are not
+// JSON, which the scanner and fastjson.Validate refuse, as encoding/json
+// does and as the carriers' fuzz targets require.
+func TestFastjsonParseIsLenient(t *testing.T) {
+	for _, m := range []string{
+		`{"event":"media","x":"\q","media":{"payload":"AAAA"}}`,
+		"{\"event\":\"media\",\"x\":\"a\x01b\",\"media\":{\"payload\":\"AAAA\"}}",
+		`{"event":"media","x":01,"media":{"payload":"AAAA"}}`,
+		`{"event":"media","x":"\u12","media":{"payload":"AAAA"}}`,
+	} {
+		var p fastjson.Parser
+		_, parseErr := p.Parse(m)
+		_, scanErr := twilio.read(Text, []byte(m), &Inbound{}, "sends", "")
+		if parseErr != nil || fastjson.Validate(m) == nil || scanErr == nil {
+			t.Errorf("%q: fastjson.Parse %v, fastjson.Validate %v, the scanner %v; want nil and two errors", m, parseErr, fastjson.Validate(m), scanErr)
+		}
+	}
+}
+
 func BenchmarkJSONMediaRead(b *testing.B) {
 	msg := scannerBenchMessage()
 	dst := payloadBuffer(160)
