@@ -74,16 +74,13 @@ func asteriskJSONOption(opts map[string]string) (bool, error) {
 // NewBotSession takes options CheckOptions accepted; others fall back to
 // JSON.
 func (asteriskDialect) NewBotSession(cfg BotConfig) BotSession {
-	checkMaxAudio(cfg.MaxAudio)
 	isJSON, _ := asteriskJSONOption(cfg.Options)
-	return &asteriskBot{cfg: cfg, json: isJSON, out: make([]byte, 0, 256)}
+	return &asteriskBot{binaryBot: newBinaryBot(cfg), json: isJSON}
 }
 
 type asteriskBot struct {
-	binaryAudio
-	cfg  BotConfig
-	json bool
-	out  []byte // the last rendered event; the writing goroutine's
+	binaryBot
+	json bool // control messages in the JSON form, not plain text
 }
 
 // Open sends MEDIA_START, as Asterisk does once the socket is up.

@@ -90,6 +90,19 @@ func errFormat(dialect string, f codec.Format, carries string) error {
 	return fmt.Errorf("the %s dialect carries %s, not %s", dialect, carries, f)
 }
 
+// binaryBot is the state of a dialect that sends a bot the caller's audio
+// as binary frames and everything else as short text messages.
+type binaryBot struct {
+	binaryAudio
+	cfg BotConfig
+	out []byte // the last rendered text message; the writing goroutine's
+}
+
+func newBinaryBot(cfg BotConfig) binaryBot {
+	checkMaxAudio(cfg.MaxAudio)
+	return binaryBot{cfg: cfg, out: make([]byte, 0, 256)}
+}
+
 // binaryAudio is Audio for the dialects that send a bot the caller's
 // audio as it is, a binary message a frame.
 type binaryAudio struct{}

@@ -33,15 +33,10 @@ func (rawDialect) Name() string { return rawName }
 func (rawDialect) CheckFormat(f codec.Format) error { return f.Check() }
 
 func (rawDialect) NewBotSession(cfg BotConfig) BotSession {
-	checkMaxAudio(cfg.MaxAudio)
-	return &rawBot{cfg: cfg, out: make([]byte, 0, 256)}
+	return &rawBot{newBinaryBot(cfg)}
 }
 
-type rawBot struct {
-	binaryAudio
-	cfg BotConfig
-	out []byte // the last rendered text message; the writing goroutine's
-}
+type rawBot struct{ binaryBot }
 
 func (r *rawBot) Open(send func(MessageType, []byte) error) error {
 	c := r.cfg.Call

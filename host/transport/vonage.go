@@ -350,15 +350,10 @@ func (vonageDialect) CheckFormat(f codec.Format) error {
 }
 
 func (vonageDialect) NewBotSession(cfg BotConfig) BotSession {
-	checkMaxAudio(cfg.MaxAudio)
-	return &vonageBot{cfg: cfg, out: make([]byte, 0, 256)}
+	return &vonageBot{newBinaryBot(cfg)}
 }
 
-type vonageBot struct {
-	binaryAudio
-	cfg BotConfig
-	out []byte // the last rendered text message; the writing goroutine's
-}
+type vonageBot struct{ binaryBot }
 
 func (v *vonageBot) Open(send func(MessageType, []byte) error) error {
 	b := append(v.out[:0], `{"event":"websocket:connected","content-type":`...)
