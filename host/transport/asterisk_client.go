@@ -177,7 +177,7 @@ func (a *asteriskBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		if len(msg) > asteriskMaxMessage {
 			return limitError(asteriskName, fmt.Errorf("audio message of %d bytes: chan_websocket hangs up on one over %d", len(msg), asteriskMaxMessage))
 		}
-		return binaryBotAudio(asteriskName, msg, a.cfg, in)
+		return binaryBotAudio(asteriskName, msg, a.cfg.MaxAudio, a.cfg.Format, in)
 	case Text:
 		if len(msg) == 0 || len(msg) > asteriskMaxCommand {
 			return nil // Asterisk logs it and reads on

@@ -136,7 +136,7 @@ func (b *forkBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		if b.fl.play != nil {
 			return nil // mod_audio_fork and mod_audio_stream discard binary frames
 		}
-		return binaryBotAudio(name, msg, b.cfg, in)
+		return binaryBotAudio(name, msg, b.cfg.MaxAudio, b.cfg.Format, in)
 	case Text:
 	default:
 		return protocolErrorf(name, "message of unknown WebSocket type %d", int(typ))

@@ -111,13 +111,13 @@ type binaryAudio struct{}
 func (binaryAudio) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
 
 // binaryBotAudio reads a bot's binary message of protocol as audio in the
-// leg's format, viewing msg.
-func binaryBotAudio(protocol string, msg []byte, cfg BotConfig, in *Inbound) error {
-	if err := checkBotAudio(protocol, len(msg), cfg.MaxAudio, cfg.Format); err != nil {
-		return err
+// leg's format f, of maxAudio bytes at most, viewing msg. It is kept
+// small enough for the compiler to inline into each Decode.
+func binaryBotAudio(protocol string, msg []byte, maxAudio int, f codec.Format, in *Inbound) (err error) {
+	if err = checkBotAudio(protocol, len(msg), maxAudio, f); err == nil {
+		in.Audio, in.Kind = msg, KindAudio
 	}
-	in.Kind, in.Audio = KindAudio, msg
-	return nil
+	return err
 }
 
 // textDigit renders a DTMF key as the text message head, the key and `"}`

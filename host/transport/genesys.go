@@ -688,7 +688,7 @@ func (b *genesysBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		return binaryBotAudio(genesysName, msg, b.cfg, in)
+		return binaryBotAudio(genesysName, msg, b.cfg.MaxAudio, b.cfg.Format, in)
 	case Text:
 	default:
 		return protocolErrorf(genesysName, "message of unknown WebSocket type %d", int(typ))

@@ -97,7 +97,7 @@ func (r *rawBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		return binaryBotAudio(rawName, msg, r.cfg, in)
+		return binaryBotAudio(rawName, msg, r.cfg.MaxAudio, r.cfg.Format, in)
 	case Text:
 		err := decodeRawControl(msg, in)
 		if in.Kind == KindDTMF {

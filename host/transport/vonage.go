@@ -419,7 +419,7 @@ func (v *vonageBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		return binaryBotAudio(vonageName, msg, v.cfg, in)
+		return binaryBotAudio(vonageName, msg, v.cfg.MaxAudio, v.cfg.Format, in)
 	case Text:
 	default:
 		return protocolErrorf(vonageName, "message of unknown WebSocket type %d", int(typ))
