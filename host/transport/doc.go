@@ -15,7 +15,7 @@
 // whether it starts on connect and buffers) and adds NewSession and the
 // optional interfaces its carrier needs (MarkDropper, AudioChunker,
 // FrameFloor, OrderedReplies, Subprotocoler, Recognizer). A protocol in
-// another package (host/sip) implements Protocol's methods itself and
+// another package implements Protocol's methods itself and
 // registers the same way; the skeleton below is this package's.
 //
 // A carrier of Twilio's shape — JSON text messages dispatched on one
