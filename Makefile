@@ -6,13 +6,13 @@ WAT2WASM ?= wat2wasm
 CFLAGS_WASM := --target=wasm32 -nostdlib -O2 -I sdk/c \
 	-Wl,--no-entry -Wl,--initial-memory=65536 -Wl,--max-memory=65536 \
 	-Wl,-z,stack-size=8192 -Wl,--strip-all
-WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat)
+WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat internal/*/testdata/*.wat)
 C_SOURCES := $(wildcard plugins/*/*.c)
 WASM := $(WAT_SOURCES:.wat=.wasm) $(C_SOURCES:.c=.wasm)
 # Plugins in other languages build through their own Makefile, which writes
-# plugins/NAME/NAME.wasm; so do test fixtures in them, host/PKG/testdata/NAME/NAME.wasm
+# plugins/NAME/NAME.wasm; so do test fixtures in them, {host,internal}/PKG/testdata/NAME/NAME.wasm
 # (an AssemblyScript plugin that runs out of memory, for plugin test's soak).
-SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile host/*/testdata/*/Makefile))
+SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile host/*/testdata/*/Makefile internal/*/testdata/*/Makefile))
 ALL_WASM := $(WASM) $(foreach d,$(SUBMAKE_PLUGINS),$(d)/$(notdir $(d)).wasm)
 
 .PHONY: all build run bench test fuzz toolchains plugins examples check-plugins vet fmt-check gotest clean
@@ -91,7 +91,7 @@ gotest: examples
 ## what this finds to the target's corpus together with its fix.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := FuzzInspect:./host/plugin FuzzParseSpec:./host/pipeline \
-	FuzzInstrument:./host/preempt FuzzInstrumentDifferential:./host/preempt \
+	FuzzInstrument:./internal/preempt FuzzInstrumentDifferential:./internal/preempt \
 	FuzzTwilioDecode:./host/transport FuzzParse:./host/config FuzzTwilioBotDecode:./host/transport FuzzRawBotDecode:./host/transport FuzzOpenAIBotDecode:./host/transport FuzzAudioSocketDecode:./host/transport FuzzAudioSocketBotDecode:./host/transport FuzzAudioSocketReadMessage:./host/transport FuzzAsteriskDecode:./host/transport FuzzAsteriskBotDecode:./host/transport FuzzForkDecode:./host/transport FuzzForkBotDecode:./host/transport FuzzTelnyxDecode:./host/transport FuzzTelnyxBotDecode:./host/transport FuzzPlivoDecode:./host/transport FuzzPlivoBotDecode:./host/transport FuzzExotelDecode:./host/transport FuzzExotelBotDecode:./host/transport FuzzAutoDecode:./host/transport FuzzVonageDecode:./host/transport FuzzVonageBotDecode:./host/transport FuzzGenesysDecode:./host/transport FuzzGenesysBotDecode:./host/transport FuzzExpandURL:./host/transport
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -17,7 +17,7 @@ import (
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // wasm is the module under test; go test runs in the package directory.
