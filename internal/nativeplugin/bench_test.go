@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
 	"github.com/voxhost/voxhost/internal/nativeplugin"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // benchPlugins are the natively built plugins with a config that runs at

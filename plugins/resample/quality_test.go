@@ -11,9 +11,9 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
 	"github.com/voxhost/voxhost/internal/refresample"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // toneAmp is the test tones' amplitude: -6 dBFS.
