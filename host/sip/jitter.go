@@ -196,7 +196,9 @@ func (j *jitterBuffer) pop(dst []byte) (played, int) {
 	if j.depth() <= 0 {
 		// Nothing ahead: the packet is late, or the peer paused (silence
 		// suppression). Play concealment in its place without giving up
-		// on it; the depth grows by the frame.
+		// on it; the depth grows by the frame, and so does the target, or
+		// the next burst would drain what the wait bought.
+		j.raise()
 		return j.conceal(dst)
 	}
 	s := &j.slots[j.next%ringSize]

@@ -34,9 +34,18 @@ const (
 	eventEnds  = 3
 )
 
+// maxLag is how far the play clock may fall behind before it starts
+// again from now rather than play the missed frames at once.
+const maxLag = 100 * time.Millisecond
+
 // maxControls bounds the control messages (digits, hold) waiting for the
 // call loop; a peer sending more digits than a call can take loses some.
 const maxControls = 16
+
+// ssrcSwitchGap is how long the peer's stream must have been quiet for
+// another SSRC from its address to replace it; while it runs, packets of
+// another SSRC are ignored.
+const ssrcSwitchGap = 3 * frameMs * time.Millisecond
 
 // errMediaTimeout ends a call whose RTP stopped.
 var errMediaTimeout = errors.New("no RTP from the peer")
@@ -79,6 +88,10 @@ type media struct {
 	rtcpFrom   netip.AddrPort
 	peerReport rtcp.ReceptionReport
 	reports    int
+
+	// clock wakes the call loop when the next frame is due, nextPlay.
+	clock    *time.Timer
+	nextPlay time.Time
 
 	ctl    chan [2]byte
 	ended  chan struct{}
@@ -135,6 +148,8 @@ func newMedia(m *metrics, ports *portPool, f codec.Format, pt, eventPT uint8, ji
 		md.silence[i] = f.Silence()
 	}
 	md.lastRTP = md.epoch
+	md.clock = time.NewTimer(time.Hour)
+	md.nextPlay = md.epoch
 	return md, nil
 }
 
@@ -210,9 +225,15 @@ func (md *media) receive(p *rtp.Packet, from netip.AddrPort, now time.Time) {
 		md.ignore("address")
 		return
 	}
-	if !md.haveSSRC {
+	switch {
+	case !md.haveSSRC:
 		md.remoteSSRC, md.haveSSRC = p.SSRC, true
-	} else if p.SSRC != md.remoteSSRC {
+	case p.SSRC != md.remoteSSRC && now.Sub(md.lastRTP) >= ssrcSwitchGap:
+		// The peer's stream went quiet and another began from the same
+		// address (a PBX playing a prompt, then bridging): follow it.
+		md.remoteSSRC = p.SSRC
+		md.jb.reset(p.SequenceNumber)
+	case p.SSRC != md.remoteSSRC:
 		md.ignore("ssrc")
 		return
 	}
@@ -293,9 +314,12 @@ func (md *media) ReadMessage(buf *[]byte, _ int) (transport.MessageType, []byte,
 		*buf = make([]byte, maxPayload)
 	}
 	b := (*buf)[:maxPayload]
-	tick := time.NewTicker(frameMs * time.Millisecond)
-	defer tick.Stop()
 	for {
+		now := time.Now()
+		if md.nextPlay.Before(now.Add(-maxLag)) {
+			md.nextPlay = now // after a hold, or a call loop held up
+		}
+		md.clock.Reset(md.nextPlay.Sub(now))
 		select {
 		case c := <-md.ctl:
 			n := 1
@@ -306,7 +330,7 @@ func (md *media) ReadMessage(buf *[]byte, _ int) (transport.MessageType, []byte,
 			return transport.Text, b[:n], nil
 		case <-md.ended:
 			return 0, nil, md.endErr
-		case now := <-tick.C:
+		case now = <-md.clock.C:
 			md.onTick(now)
 			if exp := md.expires.Load(); exp != 0 && now.UnixNano() > exp {
 				return 0, nil, errSessionExpired
@@ -314,6 +338,7 @@ func (md *media) ReadMessage(buf *[]byte, _ int) (transport.MessageType, []byte,
 			md.mu.Lock()
 			if md.held {
 				md.mu.Unlock()
+				md.nextPlay = md.nextPlay.Add(frameMs * time.Millisecond)
 				continue
 			}
 			if now.Sub(md.lastRTP) > md.timeout {
@@ -322,6 +347,9 @@ func (md *media) ReadMessage(buf *[]byte, _ int) (transport.MessageType, []byte,
 			}
 			what, n := md.jb.pop(b)
 			md.mu.Unlock()
+			// The next frame is due when this one has played: packets of
+			// 30 ms are played every 30 ms.
+			md.nextPlay = md.nextPlay.Add(max(time.Duration(n), frameSamples) * time.Second / 8000)
 			if what == playedConcealed {
 				md.m.concealed.Inc()
 			}
@@ -506,6 +534,7 @@ func (md *media) shutdown() mediaStats {
 	}
 	md.m.rtpLost.Add(float64(st.Lost))
 	md.m.rtpLate.Add(float64(st.Late))
+	md.m.drained.Add(float64(st.Drained))
 	md.m.jitter.Observe(st.Jitter / 8000)
 	if st.Played > 0 {
 		md.m.depth.Observe(float64(st.DepthFrames) / float64(st.Played) * frameMs / 1000)

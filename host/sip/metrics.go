@@ -17,6 +17,7 @@ type metrics struct {
 	rtpLost    prometheus.Counter
 	rtpLate    prometheus.Counter
 	concealed  prometheus.Counter
+	drained    prometheus.Counter
 	comfort    prometheus.Counter
 	dtmf       *prometheus.CounterVec // by direction
 	depth      prometheus.Histogram   // jitter buffer delay, per call
@@ -45,6 +46,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "RTP packets that arrived after their turn and were dropped."}),
 		concealed: prometheus.NewCounter(prometheus.CounterOpts{Name: "voxhost_rtp_concealed_frames_total",
 			Help: "Frames played by loss concealment (the last frame fading, then silence) instead of a missing packet."}),
+		drained: prometheus.NewCounter(prometheus.CounterOpts{Name: "voxhost_rtp_drained_frames_total",
+			Help: "Frames the jitter buffer dropped to bring its delay back to its target after a burst of packets."}),
 		comfort: prometheus.NewCounter(prometheus.CounterOpts{Name: "voxhost_rtp_comfort_silence_frames_total",
 			Help: "Silent frames sent to a peer because the host had no audio for it (a quiet bot)."}),
 		dtmf: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voxhost_rtp_dtmf_total",
@@ -69,6 +72,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.dropped.WithLabelValues(r)
 	}
 	reg.MustRegister(m.requests, m.responses, m.dropped, m.setup, m.rtpPackets, m.rtpIgnored, m.rtpLost, m.rtpLate,
-		m.concealed, m.comfort, m.dtmf, m.depth, m.jitter, m.rtcp, m.remoteLoss)
+		m.concealed, m.drained, m.comfort, m.dtmf, m.depth, m.jitter, m.rtcp, m.remoteLoss)
 	return m
 }
