@@ -255,7 +255,9 @@ func newBot(t *testing.T) *bot {
 	return b
 }
 
-func (b *bot) url() string { return "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/{param.customer_id}" }
+func (b *bot) url() string {
+	return "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/{param.customer_id}"
+}
 
 func (b *bot) done() bool {
 	b.mu.Lock()
