@@ -93,6 +93,9 @@ type media struct {
 	clock    *time.Timer
 	nextPlay time.Time
 
+	// failure is why the media ended the call, if it did.
+	failure error
+
 	ctl    chan [2]byte
 	ended  chan struct{}
 	endErr error
@@ -129,6 +132,9 @@ type mediaStats struct {
 	PeerLostPercent float64
 	PeerJitterMs    float64
 	PeerReports     int
+	// Failure is why the media ended the call (no RTP, the session
+	// timer), or nil.
+	Failure error
 }
 
 func newMedia(m *metrics, ports *portPool, f codec.Format, pt, eventPT uint8, jitterMax, timeout time.Duration) (*media, error) {
@@ -333,7 +339,7 @@ func (md *media) ReadMessage(buf *[]byte, _ int) (transport.MessageType, []byte,
 		case now = <-md.clock.C:
 			md.onTick(now)
 			if exp := md.expires.Load(); exp != 0 && now.UnixNano() > exp {
-				return 0, nil, errSessionExpired
+				return 0, nil, md.fail(errSessionExpired)
 			}
 			md.mu.Lock()
 			if md.held {
@@ -343,7 +349,7 @@ func (md *media) ReadMessage(buf *[]byte, _ int) (transport.MessageType, []byte,
 			}
 			if now.Sub(md.lastRTP) > md.timeout {
 				md.mu.Unlock()
-				return 0, nil, fmt.Errorf("%w for %v", errMediaTimeout, md.timeout)
+				return 0, nil, md.fail(fmt.Errorf("%w for %v", errMediaTimeout, md.timeout))
 			}
 			what, n := md.jb.pop(b)
 			md.mu.Unlock()
@@ -499,6 +505,14 @@ func ntpTime(t time.Time) uint64 {
 	return secs<<32 | frac
 }
 
+// fail records why the media ended the call, for its record.
+func (md *media) fail(err error) error {
+	md.mu.Lock()
+	md.failure = err
+	md.mu.Unlock()
+	return err
+}
+
 // Close ends the call from the host's side: the BYE goes out, and the
 // call loop's next read returns.
 func (md *media) Close(reason string) { md.end(io.ErrUnexpectedEOF, reason, true) }
@@ -527,7 +541,7 @@ func (md *media) shutdown() mediaStats {
 	md.ports.release(md.port)
 	md.mu.Lock()
 	defer md.mu.Unlock()
-	st := mediaStats{jitterStats: md.jb.stats, Ignored: md.ignored.Load(), PeerReports: md.reports}
+	st := mediaStats{jitterStats: md.jb.stats, Ignored: md.ignored.Load(), PeerReports: md.reports, Failure: md.failure}
 	if md.reports > 0 {
 		st.PeerLostPercent = float64(md.peerReport.FractionLost) / 256 * 100
 		st.PeerJitterMs = float64(md.peerReport.Jitter) / 8

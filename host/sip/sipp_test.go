@@ -25,6 +25,7 @@ import (
 	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
+	"github.com/voxhost/voxhost/host/sip"
 	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
@@ -134,18 +135,26 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // fails the test if SIPp reports a failed call.
 func (h *host) sipp(t *testing.T, scenario string, args ...string) string {
 	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("testdata", "sipp", scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.sippAs(t, "127.0.0.1", abs, args...)
+}
+
+// sippAs runs the scenario file from the address ip.
+func (h *host) sippAs(t *testing.T, ip, scenario string, args ...string) string {
+	t.Helper()
 	bin := requireTool(t, "sipp")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	media := freeUDPPort(t)
 	dir := t.TempDir()
-	all := append([]string{"-sf", filepath.Join("testdata", "sipp", scenario), "-m", "1", "-i", "127.0.0.1", "-p", "0",
+	all := append([]string{"-sf", scenario, "-m", "1", "-i", ip, "-p", "0",
 		"-mp", fmt.Sprint(media), "-nostdin", "-trace_err", "-trace_msg", "-timeout", "90s", "-timeout_error"}, args...)
 	all = append(all, h.sip.String())
 	cmd := exec.CommandContext(ctx, bin, all...)
 	cmd.Dir = dir
-	abs, _ := filepath.Abs(filepath.Join("testdata", "sipp", scenario))
-	cmd.Args[2] = abs
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
@@ -216,6 +225,7 @@ type bot struct {
 	frames [][]byte
 	digits []string
 	start  map[string]any
+	path   string
 	ended  bool
 }
 
@@ -226,6 +236,9 @@ func newBot(t *testing.T) *bot {
 		if err != nil {
 			return
 		}
+		b.mu.Lock()
+		b.path = r.URL.Path
+		b.mu.Unlock()
 		defer c.CloseNow()
 		for {
 			typ, msg, err := c.Read(context.Background())
@@ -338,6 +351,9 @@ pipelines:
 	if params, _ := b.start["params"].(map[string]any); params["customer_id"] != "42" || params["sip_from"] != "sipp" {
 		t.Fatalf("start params = %v, want customer_id 42 (X-Customer-Id) and sip_from sipp", b.start["params"])
 	}
+	if b.path != "/42" {
+		t.Fatalf("the bot was dialled at %q, want /42 ({param.customer_id} of X-Customer-Id)", b.path)
+	}
 	if fmt.Sprint(b.digits) != "[1]" {
 		t.Fatalf("the bot got digits %v, want [1]", b.digits)
 	}
@@ -367,4 +383,113 @@ pipelines:
 		t.Fatalf("the bot missed %d of the recording's %d frames, and the jitter buffer drained %d (%d other frames)", skipped, len(payloads), drained, extra)
 	}
 	t.Logf("bot heard %d of the %d frames of %s through the pipeline (%d drained), %d frames of concealment or silence, digits %v", len(payloads)-skipped, len(payloads), filepath.Base(speechPcap), skipped, extra, b.digits)
+}
+
+// TestSIPpHold holds the call by re-INVITE (a=sendonly, answered
+// recvonly) for longer than the media timeout: a held call sends no RTP
+// and is not idle. Resumed (a=sendrecv), the caller hangs up.
+func TestSIPpHold(t *testing.T) {
+	h := startHost(t, `
+sip:
+  listen: 127.0.0.1:0
+  rtp_port_min: RTP_MIN
+  rtp_port_max: RTP_MAX
+  media_timeout: 1s
+  trunks:
+    local: {sources: ["127.0.0.1"]}
+limits:
+  idle_timeout: 1s
+pipelines:
+  echo: [{plugin: passthrough}]
+`)
+	h.sipp(t, "hold.xml", "-key", "route", "echo")
+	waitFor(t, "the call to end", func() bool {
+		return h.metric(t, `voxhost_calls_total{outcome="completed",protocol="sip"}`) == 1
+	})
+}
+
+// TestSIPpByeFromHost has the host hang up, on its media timeout: the
+// caller sent no RTP. The caller answers the host's BYE.
+func TestSIPpByeFromHost(t *testing.T) {
+	h := startHost(t, `
+sip:
+  listen: 127.0.0.1:0
+  rtp_port_min: RTP_MIN
+  rtp_port_max: RTP_MAX
+  media_timeout: 1s
+  trunks:
+    local: {sources: ["127.0.0.1"]}
+pipelines:
+  echo: [{plugin: passthrough}]
+`)
+	h.sipp(t, "bye_from_host.xml", "-key", "route", "echo")
+	if !strings.Contains(h.logs.String(), "no RTP from the peer") {
+		t.Fatal("the host's log does not say why it hung up")
+	}
+}
+
+// TestSIPpCancel cancels a call while the host rings: 487 for the INVITE,
+// and the call slot comes back.
+func TestSIPpCancel(t *testing.T) {
+	h := startHost(t, `
+sip:
+  listen: 127.0.0.1:0
+  rtp_port_min: RTP_MIN
+  rtp_port_max: RTP_MAX
+  trunks:
+    local: {sources: ["127.0.0.1"]}
+pipelines:
+  echo: [{plugin: passthrough}]
+`)
+	sip.SetRinging(func(cancelled <-chan struct{}) {
+		select {
+		case <-cancelled:
+		case <-time.After(time.Minute):
+		}
+	})
+	t.Cleanup(func() { sip.SetRinging(nil) })
+	h.sipp(t, "cancel.xml", "-key", "route", "echo")
+	waitFor(t, "the call slot to come back", func() bool {
+		return h.metric(t, `voxhost_sip_invite_responses_total{code="487"}`) == 1 && h.metric(t, "voxhost_active_calls") == 0
+	})
+}
+
+// TestSIPpRefusals: an unknown route is 404, a source no trunk lists 403,
+// a full host 486 with Retry-After.
+func TestSIPpRefusals(t *testing.T) {
+	h := startHost(t, `
+sip:
+  listen: 127.0.0.1:0
+  rtp_port_min: RTP_MIN
+  rtp_port_max: RTP_MAX
+  trunks:
+    local: {sources: ["127.0.0.1"]}
+limits:
+  max_calls: 1
+pipelines:
+  echo: [{plugin: passthrough}]
+`)
+	scenario, err := os.ReadFile(filepath.Join("testdata", "sipp", "refused.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		code, route, source string
+	}{
+		{"404", "nosuch", "127.0.0.1"},
+		{"403", "echo", "127.0.0.2"},
+	} {
+		file := filepath.Join(dir, c.code+".xml")
+		if err := os.WriteFile(file, bytes.ReplaceAll(scenario, []byte("[code]"), []byte(c.code)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.sippAs(t, c.source, file, "-key", "route", c.route)
+	}
+	if got := h.metric(t, `voxhost_sip_invite_responses_total{code="404"}`); got != 1 {
+		t.Fatalf("%v INVITEs refused 404", got)
+	}
+	if got := h.metric(t, `voxhost_sip_invite_responses_total{code="403"}`); got != 1 {
+		t.Fatalf("%v INVITEs refused 403", got)
+	}
 }

@@ -24,6 +24,11 @@ import (
 // user part.
 const routeHeader = "X-Voxhost-Route"
 
+// testRinging, set by the tests alone, holds every call between its 180
+// and its answer until it returns; cancelled closes on the caller's
+// CANCEL.
+var testRinging func(cancelled <-chan struct{})
+
 // Options configure an Endpoint.
 type Options struct {
 	// Config is the sip section of the host's config, validated.
@@ -337,6 +342,9 @@ func (e *Endpoint) onInvite(req *sip.Request, tx sip.ServerTransaction, dua *sip
 	c := &call{dialog: dialog, media: md, offer: o, local: local, sdpVer: 1}
 	log := e.log.With("call", adm.CallID(), "sip_call_id", req.CallID().Value(), "remote", req.Source())
 	_ = dialog.Respond(180, "Ringing", nil)
+	if testRinging != nil {
+		testRinging(tx.Done())
+	}
 	res := sip.NewSDPResponseFromRequest(dialog.InviteRequest, answer(o, local, uint64(t0.UnixNano()), c.sdpVer))
 	e.refresh(c, req, res)
 	e.mu.Lock()
@@ -372,7 +380,11 @@ func (e *Endpoint) onInvite(req *sip.Request, tx sip.ServerTransaction, dua *sip
 		"peer_rtp", o.remote.String())
 	adm.Serve(md)
 	st := md.shutdown()
-	log.Info("SIP call media", "packets", st.Received, "lost", st.Lost, "late", st.Late, "reordered", st.Reordered,
+	why := "bye from the peer or the host"
+	if st.Failure != nil {
+		why = st.Failure.Error()
+	}
+	log.Info("SIP call media", "ended", why, "packets", st.Received, "lost", st.Lost, "late", st.Late, "reordered", st.Reordered,
 		"duplicates", st.Duplicates, "concealed", st.Concealed, "drained", st.Drained, "ignored", st.Ignored,
 		"jitter_ms", st.Jitter/8, "buffer_ms", meanDepthMs(st.jitterStats),
 		"peer_lost_percent", st.PeerLostPercent, "peer_jitter_ms", st.PeerJitterMs, "rtcp_reports", st.PeerReports)

@@ -1,0 +1,6 @@
+package sip
+
+// SetRinging holds every call between its 180 Ringing and its answer
+// until f returns (nil: answer at once); cancelled closes on the caller's
+// CANCEL.
+func SetRinging(f func(cancelled <-chan struct{})) { testRinging = f }
