@@ -321,6 +321,11 @@ func (md *media) ReadMessage(buf *[]byte, _ int) (transport.MessageType, []byte,
 	}
 	b := (*buf)[:maxPayload]
 	for {
+		select {
+		case <-md.ended: // before a frame that may also be due
+			return 0, nil, md.endErr
+		default:
+		}
 		now := time.Now()
 		if md.nextPlay.Before(now.Add(-maxLag)) {
 			md.nextPlay = now // after a hold, or a call loop held up
@@ -386,7 +391,11 @@ func (md *media) onTick(now time.Time) {
 	}
 	if now.After(md.nextRR) {
 		md.nextRR = now.Add(rtcpEvery)
-		md.sendReportLocked(to, now)
+		if !md.sendReportLocked(to, now) {
+			// Nothing of the peer's to report yet: ask again soon, so
+			// that the first report carries its stream.
+			md.nextRR = now.Add(rtcpEvery / 5)
+		}
 	}
 }
 
@@ -470,8 +479,8 @@ func (md *media) sendEventLocked(to netip.AddrPort) {
 }
 
 // sendReportLocked sends a sender report with a reception report of the
-// peer's stream.
-func (md *media) sendReportLocked(to netip.AddrPort, now time.Time) {
+// peer's stream, and says whether it had the peer's stream to report.
+func (md *media) sendReportLocked(to netip.AddrPort, now time.Time) bool {
 	md.mu.Lock()
 	st := md.jb.stats
 	ssrc, have := md.remoteSSRC, md.haveSSRC
@@ -495,6 +504,7 @@ func (md *media) sendReportLocked(to netip.AddrPort, now time.Time) {
 	if err == nil {
 		_, _ = md.rtcp.WriteToUDPAddrPort(b, dst)
 	}
+	return have
 }
 
 // ntpTime is t as RTCP's 64-bit NTP timestamp.
