@@ -64,7 +64,9 @@ type Admission struct {
 // upstream URL), as a WebSocket call is admitted before its upgrade:
 // drain, overload, predicted CPU, capacity and the set-up queue. It may
 // wait up to the set-up wait for a set-up slot. proto must start on
-// connect: the call starts when Serve is called.
+// connect: the call starts when Serve is called. An admitted call must be
+// served or abandoned: until then it holds its slots, and a drain waits
+// for it.
 func (s *Server) Admit(proto transport.Protocol, route string, params map[string]string, remote string) (*Admission, *Refusal) {
 	if !proto.StartsOnConnect() {
 		panic(fmt.Sprintf("server: Admit needs a protocol that starts on connect; %s does not", proto.Name()))
