@@ -108,13 +108,17 @@ func (e *Endpoint) ListenAndServe(ctx context.Context, ready func(addr netip.Add
 	}
 	parser := sip.NewParser()
 	parser.MaxMessageLength = e.cfg.MaxMessageBytes
+	// sipgo's own lines are its errors alone: it warns of what the host
+	// counts (a dropped message) or of nothing a user can act on.
+	stackLog := slog.New(errorsOnly{e.log.Handler()})
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("voxhost"), sipgo.WithUserAgentParser(parser),
-		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerReadFilter(e.guard.filter)))
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerReadFilter(e.guard.filter), sip.WithTransportLayerLogger(stackLog)),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(stackLog)))
 	if err != nil {
 		return err
 	}
 	defer ua.Close()
-	srv, err := sipgo.NewServer(ua)
+	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(stackLog))
 	if err != nil {
 		return err
 	}
@@ -503,3 +507,14 @@ func (e *Endpoint) mediaAddr(peer netip.Addr) netip.Addr {
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 }
+
+// errorsOnly passes on a handler's records of level error and above.
+type errorsOnly struct{ slog.Handler }
+
+func (h errorsOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError && h.Handler.Enabled(ctx, l)
+}
+
+func (h errorsOnly) WithAttrs(a []slog.Attr) slog.Handler { return errorsOnly{h.Handler.WithAttrs(a)} }
+
+func (h errorsOnly) WithGroup(g string) slog.Handler { return errorsOnly{h.Handler.WithGroup(g)} }
