@@ -34,9 +34,10 @@ type SIP struct {
 	MaxMessageBytes int
 	// MaxHeaders bounds the header lines of one SIP message.
 	MaxHeaders int
-	// RatePerSecond is how many SIP messages one source address may send
-	// a second, sustained; Burst how many at once. Past it they are
-	// dropped unanswered and counted.
+	// RatePerSecond is how many SIP messages one source address that no
+	// trunk lists may send a second, sustained; Burst how many at once.
+	// Past it they are dropped unanswered and counted (below it they get
+	// 403): a scanner gets little, and costs less.
 	RatePerSecond, Burst int
 	// JitterMax is the most delay the jitter buffer may add to absorb
 	// late packets; it adapts below it.
@@ -66,6 +67,29 @@ type SIPTrunk struct {
 	// Route names the route of the trunk's calls when the request names
 	// none; empty means sip.route.
 	Route string
+	// RatePerSecond and Burst bound the messages each of the trunk's
+	// source addresses may send, as sip.rate_per_second does for
+	// strangers; a trunk's edge sends every call from a few addresses,
+	// so its default is higher (DefaultTrunkRate, twice that at once).
+	RatePerSecond, Burst int
+}
+
+// DefaultTrunkRate is a trunk source's messages a second when its config
+// says none: about 60 call set-ups a second (INVITE, ACK, BYE and a
+// provisional's retransmission each).
+const DefaultTrunkRate = 250
+
+// Rate is the trunk's messages a second and burst per source, defaults
+// filled in.
+func (t SIPTrunk) Rate() (perSecond, burst int) {
+	perSecond, burst = t.RatePerSecond, t.Burst
+	if perSecond == 0 {
+		perSecond = DefaultTrunkRate
+	}
+	if burst == 0 {
+		burst = 2 * perSecond
+	}
+	return perSecond, burst
 }
 
 // DefaultSIP is the SIP endpoint's configuration before a file's keys:
@@ -175,6 +199,9 @@ func (s *SIP) validate(routes map[string]Route, otherListeners ...string) error 
 				return invalid(fmt.Sprintf("%s.sources[%d]", at, i), "%q is neither an address nor a CIDR prefix such as 203.0.113.0/24", src)
 			}
 		}
+		if t.RatePerSecond < 0 || t.Burst < 0 {
+			return invalid(at+".rate_per_second", "rate_per_second and burst must not be negative (0: the default)")
+		}
 		if (t.Username == "") != (t.Password.Reveal() == "") {
 			return invalid(at+".username", "digest authentication needs both username and password")
 		}
@@ -205,10 +232,12 @@ func sipFields(s *SIP) map[string]field {
 		"media_timeout":     duration(&s.MediaTimeout),
 		"trunks": mapOf(&s.Trunks, func(t *SIPTrunk) field {
 			return mapping(map[string]field{
-				"sources":  strs(&t.Sources),
-				"username": str(&t.Username),
-				"password": secret(&t.Password),
-				"route":    str(&t.Route),
+				"sources":         strs(&t.Sources),
+				"username":        str(&t.Username),
+				"password":        secret(&t.Password),
+				"route":           str(&t.Route),
+				"rate_per_second": integer(&t.RatePerSecond),
+				"burst":           integer(&t.Burst),
 			})
 		}),
 	}

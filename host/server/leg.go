@@ -35,7 +35,7 @@ type Leg interface {
 // protocol's refusal is counted in (voxhost_calls_rejected_total).
 type Refusal struct {
 	// Reason is the metric's reason: "unknown_pipeline", "draining",
-	// "overloaded", "capacity", a shed reason such as "setup_queue".
+	// "overloaded", "capacity", a shed reason such as "predicted".
 	Reason string
 	// Message says it for a person.
 	Message string
@@ -51,8 +51,8 @@ func (r *Refusal) Error() string { return r.Message }
 func (r *Refusal) UnknownRoute() bool { return r.Reason == "unknown_pipeline" }
 
 // Admission is a call admitted before its leg is up: it holds a call slot
-// and a set-up slot until Serve runs the call, or Abandon gives them
-// back (the far end cancelled before the answer).
+// until Serve runs the call, or Abandon gives it back (the far end
+// cancelled before the answer).
 type Admission struct {
 	s    *Server
 	c    *call
@@ -62,9 +62,9 @@ type Admission struct {
 // Admit admits a call of proto on route ("" for the default) from
 // remote, with params as the call's parameters (the {param.NAME} of an
 // upstream URL), as a WebSocket call is admitted before its upgrade:
-// drain, overload, predicted CPU, capacity and the set-up queue. It may
-// wait up to the set-up wait for a set-up slot. proto must start on
-// connect: the call starts when Serve is called. An admitted call must be
+// drain, overload, predicted CPU and capacity. proto must start on
+// connect: the call starts when Serve is called, and waits there for a
+// set-up slot (a call that gets none within the set-up wait is shed). An admitted call must be
 // served or abandoned: until then it holds its slots, and a drain waits
 // for it.
 func (s *Server) Admit(proto transport.Protocol, route string, params map[string]string, remote string) (*Admission, *Refusal) {
@@ -96,11 +96,10 @@ func (s *Server) Admit(proto transport.Protocol, route string, params map[string
 		s.release()
 		return nil, s.refuse(&Refusal{Reason: "bad_query", Message: err.Error()})
 	}
-	if !c.awaitSetup(nil) {
-		s.release()
-		s.metrics.shed.WithLabelValues(shedSetup).Inc()
-		return nil, s.refuse(&Refusal{Reason: shedSetup, Message: s.setupRefusal(), RetryAfter: time.Second})
-	}
+	// The set-up slot is taken when the call starts, as a call with a
+	// start message takes it: between the admission and the start lie
+	// the far end's round trips (a SIP answer waits for its ACK), which
+	// must not hold a slot every other call's set-up waits for.
 	return &Admission{s: s, c: c}, nil
 }
 
@@ -123,13 +122,10 @@ func (a *Admission) Serve(leg Leg) {
 	})
 }
 
-// Abandon gives back the slots of a call that never came up. It is a
+// Abandon gives back the slot of a call that never came up. It is a
 // no-op after Serve.
 func (a *Admission) Abandon() {
-	a.once.Do(func() {
-		a.c.releaseSetup()
-		a.s.release()
-	})
+	a.once.Do(a.s.release)
 }
 
 // extLeg is a Leg as the call loop reads and writes a connection.

@@ -36,11 +36,12 @@ type trunk struct {
 	name     string
 	prefixes []netip.Prefix
 	config.SIPTrunk
+	rate, burst float64
 }
 
 // guard is what stands between the internet and the SIP stack: the
-// per-source rate limit and header bound on every datagram, before it is
-// parsed; the trunks' source allow-lists and digest credentials on every
+// per-source rate limit (a trunk's, or strangers') and header bound on
+// every datagram, before it is parsed; the trunks' source allow-lists and digest credentials on every
 // request.
 type guard struct {
 	m      *metrics
@@ -62,7 +63,8 @@ type bucket struct {
 func newGuard(cfg config.SIP, m *metrics) *guard {
 	g := &guard{m: m, rate: float64(cfg.RatePerSecond), burst: float64(cfg.Burst), maxHdr: cfg.MaxHeaders, buckets: map[netip.Addr]*bucket{}}
 	for name, t := range cfg.Trunks {
-		g.trunks = append(g.trunks, trunk{name: name, prefixes: t.Prefixes(), SIPTrunk: t})
+		rate, burst := t.Rate()
+		g.trunks = append(g.trunks, trunk{name: name, prefixes: t.Prefixes(), SIPTrunk: t, rate: float64(rate), burst: float64(burst)})
 	}
 	_, _ = rand.Read(g.key[:])
 	return g
@@ -110,8 +112,12 @@ func headerLines(data []byte) int {
 	return bytes.Count(head, []byte("\n"))
 }
 
-// allow takes a token of a's bucket.
+// allow takes a token of a's bucket: its trunk's rate, or strangers'.
 func (g *guard) allow(a netip.Addr, now time.Time) bool {
+	rate, burst := g.rate, g.burst
+	if t := g.trunk(a); t != nil {
+		rate, burst = t.rate, t.burst
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b := g.buckets[a]
@@ -123,10 +129,10 @@ func (g *guard) allow(a netip.Addr, now time.Time) bool {
 				}
 			}
 		}
-		b = &bucket{tokens: g.burst, last: now}
+		b = &bucket{tokens: burst, last: now}
 		g.buckets[a] = b
 	}
-	b.tokens = min(g.burst, b.tokens+now.Sub(b.last).Seconds()*g.rate)
+	b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
 	b.last = now
 	if b.tokens < 1 {
 		return false

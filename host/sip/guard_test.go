@@ -40,9 +40,15 @@ func TestGuardTrunks(t *testing.T) {
 }
 
 // TestGuardRateLimit: a source gets its burst, then its rate; another
-// source is not held back by it.
+// source is not held back by it; a trunk's source has its trunk's.
 func TestGuardRateLimit(t *testing.T) {
-	g := testGuard(t, nil)
+	g := testGuard(t, map[string]config.SIPTrunk{"edge": {Sources: []string{"192.0.2.100"}, RatePerSecond: 100, Burst: 50}})
+	edge := netip.MustParseAddr("192.0.2.100")
+	for i := range 50 {
+		if !g.allow(edge, time.Now()) {
+			t.Fatalf("trunk message %d of its burst of 50 refused", i)
+		}
+	}
 	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	now := time.Now()
 	for i := range 5 {
