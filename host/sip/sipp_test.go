@@ -387,8 +387,15 @@ pipelines:
 
 // TestSIPpHold holds the call by re-INVITE (a=sendonly, answered
 // recvonly) for longer than the media timeout: a held call sends no RTP
-// and is not idle. Resumed (a=sendrecv), the caller hangs up.
+// and is not idle. Resumed (a=sendrecv), the caller hangs up. Over UDP
+// and over TCP.
 func TestSIPpHold(t *testing.T) {
+	for _, transport := range []string{"u1", "t1"} {
+		t.Run(map[string]string{"u1": "udp", "t1": "tcp"}[transport], func(t *testing.T) { testSIPpHold(t, transport) })
+	}
+}
+
+func testSIPpHold(t *testing.T, transport string) {
 	h := startHost(t, `
 sip:
   listen: 127.0.0.1:0
@@ -402,7 +409,7 @@ limits:
 pipelines:
   echo: [{plugin: passthrough}]
 `)
-	h.sipp(t, "hold.xml", "-key", "route", "echo")
+	h.sipp(t, "hold.xml", "-key", "route", "echo", "-t", transport)
 	waitFor(t, "the call to end", func() bool {
 		return h.metric(t, `voxhost_calls_total{outcome="completed",protocol="sip"}`) == 1
 	})
