@@ -249,7 +249,7 @@ func (md *media) receive(p *rtp.Packet, from netip.AddrPort, now time.Time) {
 		return
 	}
 	md.lastRTP = now
-	md.m.rtpPackets.WithLabelValues("in").Inc()
+	md.m.rtpIn.Inc()
 	if event {
 		if len(p.Payload) < 4 {
 			md.ignore("malformed")
@@ -440,7 +440,7 @@ func (md *media) writeLocked(to netip.AddrPort) error {
 	}
 	md.packets++
 	md.octets += uint32(len(md.pkt.Payload))
-	md.m.rtpPackets.WithLabelValues("out").Inc()
+	md.m.rtpOut.Inc()
 	_, err = md.rtp.WriteToUDPAddrPort(md.out[:n], to)
 	return err
 }

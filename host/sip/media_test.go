@@ -2,6 +2,7 @@ package sip
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -291,5 +292,36 @@ func TestMediaReportsAndTimeout(t *testing.T) {
 	}
 	if _, _, err := md.ReadMessage(&rb, 1<<16); !errors.Is(err, io.EOF) {
 		t.Fatalf("read after shutdown: %v", err)
+	}
+}
+
+// TestMediaFramePathAllocatesNothing: a packet in, its frame played, the
+// host's frame out — every 20 ms of every call — allocate nothing.
+func TestMediaFramePathAllocatesNothing(t *testing.T) {
+	p := newPeer(t)
+	md, _, _ := testMedia(t, p)
+	frame := bytes.Repeat([]byte{0x42}, frameSamples)
+	raw, _ := (&rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: ptPCMU, SSRC: p.ssrc}, Payload: frame}).Marshal()
+	var pkt rtp.Packet
+	dst := make([]byte, maxPayload)
+	seq := uint16(0)
+	from := p.addr()
+	allocs := testing.AllocsPerRun(500, func() {
+		binary.BigEndian.PutUint16(raw[2:], seq)
+		binary.BigEndian.PutUint32(raw[4:], uint32(seq)*frameSamples)
+		seq++
+		if err := pkt.Unmarshal(raw); err != nil {
+			t.Fatal(err)
+		}
+		md.receive(&pkt, from, time.Now())
+		md.mu.Lock()
+		md.jb.pop(dst)
+		md.mu.Unlock()
+		if err := md.WriteMessage(transport.Binary, frame); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations a frame", allocs)
 	}
 }

@@ -13,6 +13,8 @@ type metrics struct {
 	setup     prometheus.Histogram   // INVITE to 200 OK sent
 
 	rtpPackets *prometheus.CounterVec // by direction
+	rtpIn      prometheus.Counter     // rtpPackets' in, looked up once: the frame path's
+	rtpOut     prometheus.Counter
 	rtpIgnored *prometheus.CounterVec // by reason
 	rtpLost    prometheus.Counter
 	rtpLate    prometheus.Counter
@@ -61,6 +63,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		remoteLoss: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "voxhost_rtcp_remote_loss_ratio",
 			Help: "Fraction of the host's RTP the peer reports lost, per RTCP report.", Buckets: []float64{0, .01, .02, .05, .1, .2, .5, 1}}),
 	}
+	m.rtpIn, m.rtpOut = m.rtpPackets.WithLabelValues("in"), m.rtpPackets.WithLabelValues("out")
 	for _, d := range []string{"in", "out"} {
 		m.rtpPackets.WithLabelValues(d)
 		m.dtmf.WithLabelValues(d)
