@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/sipgo"
@@ -27,7 +28,7 @@ const routeHeader = "X-Voxhost-Route"
 // testRinging, set by the tests alone, holds every call between its 180
 // and its answer until it returns; cancelled closes on the caller's
 // CANCEL.
-var testRinging func(cancelled <-chan struct{})
+var testRinging atomic.Pointer[func(cancelled <-chan struct{})]
 
 // Options configure an Endpoint.
 type Options struct {
@@ -346,8 +347,8 @@ func (e *Endpoint) onInvite(req *sip.Request, tx sip.ServerTransaction, dua *sip
 	c := &call{dialog: dialog, media: md, offer: o, local: local, sdpVer: 1}
 	log := e.log.With("call", adm.CallID(), "sip_call_id", req.CallID().Value(), "remote", req.Source())
 	_ = dialog.Respond(180, "Ringing", nil)
-	if testRinging != nil {
-		testRinging(tx.Done())
+	if ring := testRinging.Load(); ring != nil {
+		(*ring)(tx.Done())
 	}
 	res := sip.NewSDPResponseFromRequest(dialog.InviteRequest, answer(o, local, uint64(t0.UnixNano()), c.sdpVer))
 	e.refresh(c, req, res)
