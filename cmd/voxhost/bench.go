@@ -14,8 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/app"
-	"github.com/voxhost/voxhost/host/bench"
+	"github.com/voxhost/voxhost/internal/app"
+	"github.com/voxhost/voxhost/internal/bench"
 )
 
 func benchCommand() *cli.Command {

@@ -478,6 +478,7 @@ func (c *call) sendPlayout(ulaw []byte, gen uint64) bool {
 	if !c.writeCallerLocked(typ, msg) {
 		return false
 	}
+	c.rec.Heard(ulaw)
 	c.framesOut.Inc()
 	return true
 }

@@ -22,10 +22,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/sip"
+	"github.com/voxhost/voxhost/internal/app"
 	"github.com/voxhost/voxhost/internal/hosttest"
 )
 
