@@ -106,7 +106,7 @@ func (l *link) close(normal bool) {
 	l.once.Do(func() {
 		switch {
 		case l.sip != nil:
-			l.sip.close(normal)
+			l.sip.close()
 		case l.tcp != nil:
 			_ = l.tcp.Close()
 		case normal:

@@ -268,16 +268,16 @@ func (l *sipLink) hungUp() {
 	})
 }
 
-// close hangs up (a BYE, when normal) and frees the socket.
-func (l *sipLink) close(normal bool) {
+// close hangs up and frees the socket. A call is hung up with a BYE even
+// when it is cut short (replies overdue): without one the host would hold
+// it until its media timeout.
+func (l *sipLink) close() {
 	select {
 	case <-l.ended:
 	default:
-		if normal {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = l.dialog.Bye(ctx)
-			cancel()
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = l.dialog.Bye(ctx)
+		cancel()
 	}
 	l.hungUp()
 	l.d.mu.Lock()
