@@ -488,13 +488,20 @@ func (h *Host) AdminAddr() net.Addr {
 	return nil
 }
 
-// Close stops the plugin directory watcher and the server's CPU sampler,
-// and releases the plugins and the runtime.
+// Close stops the plugin directory watcher, ends the calls still in
+// progress (at once: ListenAndServe is what drains them in their own time),
+// stops the server's CPU sampler, and releases the plugins and the runtime.
 func (h *Host) Close(ctx context.Context) {
 	if stop := h.stopWatcher.Load(); stop != nil {
 		(*stop)()
 	}
 	if h.Server != nil {
+		// A call still running reads and writes its plugins' memory,
+		// which the runtime's Close unmaps: one running a frame then
+		// crashed the process (SIGSEGV in the codec).
+		now, cut := context.WithCancel(ctx)
+		cut()
+		h.Server.Drain(now)
 		h.Server.Close()
 	}
 	_ = h.catalog.Close(ctx)
