@@ -22,13 +22,14 @@ const (
 	ProtocolTwilio = "twilio"
 	ProtocolRaw    = "raw"
 	ProtocolOpenAI = "openai-realtime"
+	ProtocolGemini = "gemini-live"
 )
 
 // Protocols lists the protocols in the order Handler's paths list them.
-var Protocols = []string{ProtocolTwilio, ProtocolRaw, ProtocolOpenAI}
+var Protocols = []string{ProtocolTwilio, ProtocolRaw, ProtocolOpenAI, ProtocolGemini}
 
 // Paths are where Handler serves each protocol.
-var Paths = map[string]string{ProtocolTwilio: "/twilio", ProtocolRaw: "/raw", ProtocolOpenAI: "/openai"}
+var Paths = map[string]string{ProtocolTwilio: "/twilio", ProtocolRaw: "/raw", ProtocolOpenAI: "/openai", ProtocolGemini: "/gemini"}
 
 // Mode is what the bot answers with.
 type Mode int
@@ -238,7 +239,8 @@ type Call struct {
 	// Stopped says the host ended the stream with its stop message.
 	Stopped bool
 
-	// Sessions are OpenAI's session.update messages, each at most 4 KiB.
+	// Sessions are OpenAI's session.update and Gemini's setup messages,
+	// each at most 4 KiB.
 	Sessions []string
 	// Cancels counts OpenAI's response.cancel messages.
 	Cancels int

@@ -101,6 +101,9 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request, protocol string) {
 		c.d = newTwilioBot()
 	case ProtocolRaw:
 		c.d = newRawBot(s.cfg.MaxMessage)
+	case ProtocolGemini:
+		c.d = &geminiBot{}
+		c.rec.Format, c.rec.InputFormat = geminiOut, geminiIn
 	default:
 		c.d = newOpenAIBot(r)
 		c.rec.Format, c.rec.InputFormat = openAIDefault, openAIDefault

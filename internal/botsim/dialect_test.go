@@ -73,6 +73,7 @@ func TestTheHostsDialectsTalkToTheSimulator(t *testing.T) {
 		{"raw l16 24k", botsim.ProtocolRaw, l16(24000), nil},
 		{"openai pcm", botsim.ProtocolOpenAI, l16(24000), nil},
 		{"openai pcmu beta", botsim.ProtocolOpenAI, codec.Telephony, map[string]string{"api": "beta"}},
+		{"gemini", botsim.ProtocolGemini, l16(24000), map[string]string{"model": "gemini-live-2.5-flash", "voice": "Puck"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sim, url := botsim.Start(t, botsim.Config{})
@@ -102,7 +103,7 @@ func TestTheHostsDialectsTalkToTheSimulator(t *testing.T) {
 			}
 			typ, msg, ok := b.sess.Stop()
 			if !ok {
-				return // OpenAI's socket just closes
+				return // OpenAI's and Gemini's sockets just close
 			}
 			if err := b.send(typ, msg); err != nil {
 				t.Fatal(err)
