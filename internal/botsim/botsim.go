@@ -113,6 +113,11 @@ type Config struct {
 	// MaxMessage is the largest message read from the host; 0 means
 	// DefaultMaxMessage.
 	MaxMessage int
+	// Capture, if set, is handed every message the host sends, as it
+	// arrives, from the call's reader; msg is valid only during the call.
+	// Conformance tests check what the host sent against the provider's
+	// schema with it.
+	Capture func(protocol string, binary bool, msg []byte)
 	// OnEnd, if set, is handed each call's record as it ends, from the
 	// call's goroutine: `voxhost bench bot` logs it.
 	OnEnd func(Call)

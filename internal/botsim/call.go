@@ -131,6 +131,9 @@ func (c *call) run() error {
 			return err
 		}
 		buf = msg[:0]
+		if capture := c.sim.cfg.Capture; capture != nil {
+			capture(c.rec.Protocol, typ == websocket.MessageBinary, msg)
+		}
 		if err := c.d.handle(c, typ, msg); err != nil {
 			return err
 		}
