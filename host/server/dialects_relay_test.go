@@ -59,6 +59,10 @@ var speechDialects = []struct {
 		map[string]string{"model": "gemini-live-2.5-flash", "voice": "Puck", "language": "en-US",
 			"instructions": "You answer calls for \"Acme\".", "transcripts": "true"},
 		map[string]string{"model": "projects/p/locations/l/publishers/google/models/"}},
+	{botsim.ProtocolDeepgram, codec.Format{Encoding: codec.L16, Rate: 16000}, "resample to=16000", "resample to=8000",
+		map[string]string{"think_model": "gpt-4o-mini", "prompt": "You answer calls for \"Acme\".", "listen_model": "nova-3",
+			"language": "en", "greeting": "Hello, Acme here."},
+		map[string]string{"think_provider": "groq", "think_model": "llama-3.3-70b"}},
 }
 
 // TestRelayToSpeechToSpeechProviders relays a call over loopback to the
@@ -134,7 +138,8 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 // type that every JSON message voxhost sends it must satisfy, and where
 // it comes from (testdata/providers/package.json pins the versions).
 var providerTypes = map[string]struct{ module, typ string }{
-	botsim.ProtocolGemini: {"@google/genai", "LiveClientMessage"},
+	botsim.ProtocolGemini:   {"@google/genai", "LiveClientMessage"},
+	botsim.ProtocolDeepgram: {"@deepgram/sdk", "agent.AgentV1Settings"},
 }
 
 // maxCheckedMessages bounds the messages of one provider type-checked:
@@ -177,7 +182,9 @@ func checkProviderSchemas(t *testing.T, sent *captured) {
 	count := map[string]int{}
 	for _, protocol := range slices.Sorted(maps.Keys(providerTypes)) {
 		pt := providerTypes[protocol]
-		fmt.Fprintf(&src, "import type { %s as %s } from %q;\n", pt.typ, typeAlias(protocol), pt.module)
+		root, _, _ := strings.Cut(pt.typ, ".")
+		fmt.Fprintf(&src, "import type { %s as %s_root } from %q;\ntype %s = %s_root%s;\n",
+			root, typeAlias(protocol), pt.module, typeAlias(protocol), typeAlias(protocol), strings.TrimPrefix(pt.typ, root))
 		for _, msg := range sent.of(protocol) {
 			if !json.Valid([]byte(msg)) || count[protocol] == maxCheckedMessages {
 				continue // binary audio, or enough of it

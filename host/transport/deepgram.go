@@ -71,6 +71,11 @@ type deepgramOptions struct {
 	language, greeting                string
 }
 
+// deepgramVoice is the deepgram speak provider's model when the options
+// name none: its provider type requires one, and this is the voice
+// Deepgram's own examples use.
+const deepgramVoice = "aura-2-thalia-en"
+
 // deepgramOptionNames are the options, as the error for an unknown one
 // lists them.
 const deepgramOptionNames = "greeting, language, listen_model, prompt, speak_model, speak_provider, speak_voice, think_model and think_provider"
@@ -120,6 +125,8 @@ func parseDeepgramOptions(opts map[string]string) (deepgramOptions, error) {
 		return o, fmt.Errorf("the %s dialect's open_ai speak_provider needs speak_model and speak_voice (e.g. tts-1 and alloy)", deepgramName)
 	case o.speakProvider == "deepgram" && o.voice != "":
 		return o, fmt.Errorf("the %s dialect's deepgram speak_provider takes its voice in speak_model (e.g. aura-2-thalia-en), not speak_voice", deepgramName)
+	case o.speakModel == "":
+		o.speakModel = deepgramVoice
 	}
 	return o, nil
 }
@@ -150,7 +157,7 @@ func (d *deepgramBot) Open(send func(MessageType, []byte) error) error {
 		b = appendQuoted(b, o.language)
 		b = append(b, ',')
 	}
-	b = append(b, `"listen":{"provider":{"type":"deepgram"`...)
+	b = append(b, `"listen":{"provider":{"type":"deepgram","version":"v1"`...)
 	if d.opts.listenModel != "" {
 		b = append(b, `,"model":`...)
 		b = appendQuoted(b, d.opts.listenModel)

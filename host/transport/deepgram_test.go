@@ -30,11 +30,11 @@ func TestDeepgramSettings(t *testing.T) {
 		want string
 	}{
 		{"μ-law, defaults", codec.Telephony, deepgramOpts,
-			`{"type":"Settings","audio":{"input":{"encoding":"mulaw","sample_rate":8000},"output":{"encoding":"mulaw","sample_rate":8000,"container":"none"}},"agent":{"listen":{"provider":{"type":"deepgram"}},"think":{"provider":{"type":"open_ai","model":"gpt-4o-mini"}},"speak":{"provider":{"type":"deepgram"}}}}`},
+			`{"type":"Settings","audio":{"input":{"encoding":"mulaw","sample_rate":8000},"output":{"encoding":"mulaw","sample_rate":8000,"container":"none"}},"agent":{"listen":{"provider":{"type":"deepgram","version":"v1"}},"think":{"provider":{"type":"open_ai","model":"gpt-4o-mini"}},"speak":{"provider":{"type":"deepgram","model":"aura-2-thalia-en"}}}}`},
 		{"L16 16 kHz, everything", codec.Format{Encoding: codec.L16, Rate: 16000},
 			map[string]string{"think_provider": "anthropic", "think_model": "claude-3-5-haiku-latest", "prompt": "Be \"brief\".",
 				"listen_model": "nova-3", "speak_provider": "open_ai", "speak_model": "tts-1", "speak_voice": "alloy", "language": "en", "greeting": "Hello!"},
-			`{"type":"Settings","audio":{"input":{"encoding":"linear16","sample_rate":16000},"output":{"encoding":"linear16","sample_rate":16000,"container":"none"}},"agent":{"language":"en","listen":{"provider":{"type":"deepgram","model":"nova-3"}},"think":{"provider":{"type":"anthropic","model":"claude-3-5-haiku-latest"},"prompt":"Be \"brief\"."},"speak":{"provider":{"type":"open_ai","model":"tts-1","voice":"alloy"}},"greeting":"Hello!"}}`},
+			`{"type":"Settings","audio":{"input":{"encoding":"linear16","sample_rate":16000},"output":{"encoding":"linear16","sample_rate":16000,"container":"none"}},"agent":{"language":"en","listen":{"provider":{"type":"deepgram","version":"v1","model":"nova-3"}},"think":{"provider":{"type":"anthropic","model":"claude-3-5-haiku-latest"},"prompt":"Be \"brief\"."},"speak":{"provider":{"type":"open_ai","model":"tts-1","voice":"alloy"}},"greeting":"Hello!"}}`},
 	}
 	for _, tt := range tests {
 		got := opened(t, newBot(t, "deepgram-agent", tt.f, tt.opts))

@@ -101,6 +101,8 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request, protocol string) {
 		c.d = newTwilioBot()
 	case ProtocolRaw:
 		c.d = newRawBot(s.cfg.MaxMessage)
+	case ProtocolDeepgram:
+		c.d = &deepgramBot{}
 	case ProtocolGemini:
 		c.d = &geminiBot{}
 		c.rec.Format, c.rec.InputFormat = geminiOut, geminiIn
