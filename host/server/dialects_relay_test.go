@@ -129,6 +129,9 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertMetric(t, h, `voxhost_upstream_failures_total{protocol="`+d.protocol+`",reason="closed"} 1`)
+			if d.protocol == botsim.ProtocolDeepgram { // its Error comes before the close
+				assertMetric(t, h, `voxhost_bot_errors_total{protocol="`+d.protocol+`"} 1`)
+			}
 		})
 	}
 	checkProviderSchemas(t, &sent)
