@@ -50,19 +50,26 @@ func (c *captured) of(protocol string) []string {
 // format, the route's resampling stages and the options of a test call.
 var speechDialects = []struct {
 	protocol       string
+	query          string // the simulator's agent settings, where the provider keeps them on its side
 	format         codec.Format
 	inbound, out   string
 	options        map[string]string
+	refusedQuery   string
 	refusedOptions map[string]string // options the provider's server refuses, ending the bot leg
+	reportsError   bool              // the server says why in a message before it closes
 }{
-	{botsim.ProtocolGemini, codec.Format{Encoding: codec.L16, Rate: 24000}, "resample to=24000", "resample to=8000",
+	{botsim.ProtocolGemini, "", codec.Format{Encoding: codec.L16, Rate: 24000}, "resample to=24000", "resample to=8000",
 		map[string]string{"model": "gemini-live-2.5-flash", "voice": "Puck", "language": "en-US",
 			"instructions": "You answer calls for \"Acme\".", "transcripts": "true"},
-		map[string]string{"model": "projects/p/locations/l/publishers/google/models/"}},
-	{botsim.ProtocolDeepgram, codec.Format{Encoding: codec.L16, Rate: 16000}, "resample to=16000", "resample to=8000",
+		"", map[string]string{"model": "projects/p/locations/l/publishers/google/models/"}, false},
+	{botsim.ProtocolDeepgram, "", codec.Format{Encoding: codec.L16, Rate: 16000}, "resample to=16000", "resample to=8000",
 		map[string]string{"think_model": "gpt-4o-mini", "prompt": "You answer calls for \"Acme\".", "listen_model": "nova-3",
 			"language": "en", "greeting": "Hello, Acme here."},
-		map[string]string{"think_provider": "groq", "think_model": "llama-3.3-70b"}},
+		"", map[string]string{"think_provider": "groq", "think_model": "llama-3.3-70b"}, true},
+	{botsim.ProtocolElevenLabs, "?agent_id=agent_1&audio=pcm_16000", codec.Format{Encoding: codec.L16, Rate: 16000}, "resample to=16000", "resample to=8000",
+		map[string]string{"first_message": "Hello, Acme here.", "prompt": "You answer calls for \"Acme\".", "language": "en",
+			"voice_id": "21m00Tcm4TlvDq8ikWAM", "dynamic.customer": "Ada"},
+		"?agent_id=agent_1&audio=pcm_16000&overrides=first_message", map[string]string{"prompt": "Be brief."}, true},
 }
 
 // TestRelayToSpeechToSpeechProviders relays a call over loopback to the
@@ -77,7 +84,7 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 	for _, d := range speechDialects {
 		t.Run(d.protocol, func(t *testing.T) {
 			sim, url := botsim.Start(t, botsim.Config{Capture: sent.add})
-			up := upstream(t, url+botsim.Paths[d.protocol], d.protocol)
+			up := upstream(t, url+botsim.Paths[d.protocol]+d.query, d.protocol)
 			up.Format, up.Options = d.format, d.options
 			h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: d.inbound, outbound: d.out, upstream: up}}, nil)
 			c := dial(t, h.url+"/ws")
@@ -116,11 +123,20 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 				}
 			}
 			t.Logf("%s: the provider's barge-in cleared the caller in %v", d.protocol, time.Since(t0))
+			if d.protocol == botsim.ProtocolElevenLabs { // its ping, answered
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				if _, err := sim.Wait(wctx, func(calls []botsim.Call) bool {
+					return slices.ContainsFunc(calls[0].Events, func(e botsim.Event) bool { return e.Type == "pong" && e.Value == "1" })
+				}); err != nil {
+					t.Fatalf("the agent's ping 1 got no pong: %v", err)
+				}
+			}
 			c.Close(websocket.StatusNormalClosure, "")
 		})
 		t.Run(d.protocol+" refused", func(t *testing.T) {
 			_, url := botsim.Start(t, botsim.Config{})
-			up := upstream(t, url+botsim.Paths[d.protocol], d.protocol)
+			up := upstream(t, url+botsim.Paths[d.protocol]+d.refusedQuery, d.protocol)
 			up.Format, up.Options = d.format, d.refusedOptions
 			h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: d.inbound, outbound: d.out, upstream: up}}, nil)
 			c := dial(t, h.url+"/ws")
@@ -129,7 +145,7 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertMetric(t, h, `voxhost_upstream_failures_total{protocol="`+d.protocol+`",reason="closed"} 1`)
-			if d.protocol == botsim.ProtocolDeepgram { // its Error comes before the close
+			if d.reportsError {
 				assertMetric(t, h, `voxhost_bot_errors_total{protocol="`+d.protocol+`"} 1`)
 			}
 		})
@@ -138,17 +154,23 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 }
 
 // providerTypes names, for each speech dialect, the provider's published
-// type that every JSON message voxhost sends it must satisfy, and where
-// it comes from (testdata/providers/package.json pins the versions).
+// types every JSON message voxhost sends it must satisfy, with $ for the
+// module, and the module (testdata/providers/package.json pins the
+// versions).
 var providerTypes = map[string]struct{ module, typ string }{
-	botsim.ProtocolGemini:   {"@google/genai", "LiveClientMessage"},
-	botsim.ProtocolDeepgram: {"@deepgram/sdk", "agent.AgentV1Settings"},
+	botsim.ProtocolGemini:   {"@google/genai", "$.LiveClientMessage"},
+	botsim.ProtocolDeepgram: {"@deepgram/sdk", "$.agent.AgentV1Settings | $.agent.AgentV1KeepAlive"},
+	botsim.ProtocolElevenLabs: {"@elevenlabs/types",
+		"$.Outgoing.ConversationInitiationClientToOrchestratorEvent | $.Outgoing.UserAudio | $.Outgoing.PongClientToOrchestratorEvent"},
 }
 
-// maxCheckedMessages bounds the messages of one provider type-checked:
-// the set-up and every kind of message come first, then audio, which
-// repeats one shape.
-const maxCheckedMessages = 40
+// maxOfAShape bounds the messages type-checked that begin alike (the
+// first shapePrefix bytes): audio repeats one shape thousands of times,
+// and every other kind of message is checked whenever it came.
+const (
+	maxOfAShape = 10
+	shapePrefix = 24
+)
 
 // wireType is the JSON a TypeScript type describes: an enum is its string
 // values (the SDKs' enums are string enums), every other type itself,
@@ -182,16 +204,21 @@ func checkProviderSchemas(t *testing.T, sent *captured) {
 	t.Cleanup(func() { os.RemoveAll(check) })
 	var src strings.Builder
 	src.WriteString(wireType)
-	count := map[string]int{}
+	count, shapes := map[string]int{}, map[string]int{}
 	for _, protocol := range slices.Sorted(maps.Keys(providerTypes)) {
 		pt := providerTypes[protocol]
-		root, _, _ := strings.Cut(pt.typ, ".")
-		fmt.Fprintf(&src, "import type { %s as %s_root } from %q;\ntype %s = %s_root%s;\n",
-			root, typeAlias(protocol), pt.module, typeAlias(protocol), typeAlias(protocol), strings.TrimPrefix(pt.typ, root))
+		ns := typeAlias(protocol) + "_types"
+		fmt.Fprintf(&src, "import type * as %s from %q;\ntype %s = %s;\n", ns, pt.module, typeAlias(protocol), strings.ReplaceAll(pt.typ, "$", ns))
+		// The check can fail: a type that resolved to any, or took any
+		// object, would leave this expected error unused, which tsc
+		// reports.
+		fmt.Fprintf(&src, "// @ts-expect-error\nconst %s_bad: Wire<%s> = {\"no_such_member\": 1};\n", typeAlias(protocol), typeAlias(protocol))
 		for _, msg := range sent.of(protocol) {
-			if !json.Valid([]byte(msg)) || count[protocol] == maxCheckedMessages {
-				continue // binary audio, or enough of it
+			shape := protocol + msg[:min(len(msg), shapePrefix)]
+			if !json.Valid([]byte(msg)) || shapes[shape] == maxOfAShape {
+				continue // binary audio, or enough of its shape
 			}
+			shapes[shape]++
 			fmt.Fprintf(&src, "const %s%d: Wire<%s> = %s;\n", typeAlias(protocol), count[protocol], typeAlias(protocol), msg)
 			count[protocol]++
 		}

@@ -19,18 +19,19 @@ import (
 
 // Protocols the simulator speaks, as routes' upstream.protocol names them.
 const (
-	ProtocolTwilio   = "twilio"
-	ProtocolRaw      = "raw"
-	ProtocolOpenAI   = "openai-realtime"
-	ProtocolGemini   = "gemini-live"
-	ProtocolDeepgram = "deepgram-agent"
+	ProtocolTwilio     = "twilio"
+	ProtocolRaw        = "raw"
+	ProtocolOpenAI     = "openai-realtime"
+	ProtocolGemini     = "gemini-live"
+	ProtocolDeepgram   = "deepgram-agent"
+	ProtocolElevenLabs = "elevenlabs-agent"
 )
 
 // Protocols lists the protocols in the order Handler's paths list them.
-var Protocols = []string{ProtocolTwilio, ProtocolRaw, ProtocolOpenAI, ProtocolGemini, ProtocolDeepgram}
+var Protocols = []string{ProtocolTwilio, ProtocolRaw, ProtocolOpenAI, ProtocolGemini, ProtocolDeepgram, ProtocolElevenLabs}
 
 // Paths are where Handler serves each protocol.
-var Paths = map[string]string{ProtocolTwilio: "/twilio", ProtocolRaw: "/raw", ProtocolOpenAI: "/openai", ProtocolGemini: "/gemini", ProtocolDeepgram: "/deepgram"}
+var Paths = map[string]string{ProtocolTwilio: "/twilio", ProtocolRaw: "/raw", ProtocolOpenAI: "/openai", ProtocolGemini: "/gemini", ProtocolDeepgram: "/deepgram", ProtocolElevenLabs: "/elevenlabs"}
 
 // Mode is what the bot answers with.
 type Mode int
@@ -245,8 +246,9 @@ type Call struct {
 	// Stopped says the host ended the stream with its stop message.
 	Stopped bool
 
-	// Sessions are OpenAI's session.update, Gemini's setup and Deepgram's
-	// Settings messages, each at most 4 KiB.
+	// Sessions are OpenAI's session.update, Gemini's setup, Deepgram's
+	// Settings and ElevenLabs' conversation_initiation_client_data
+	// messages, each at most 4 KiB.
 	Sessions []string
 	// Cancels counts OpenAI's response.cancel messages.
 	Cancels int

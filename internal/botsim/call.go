@@ -101,6 +101,10 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request, protocol string) {
 		c.d = newTwilioBot()
 	case ProtocolRaw:
 		c.d = newRawBot(s.cfg.MaxMessage)
+	case ProtocolElevenLabs:
+		e := newElevenBot(r)
+		c.d = e
+		c.rec.Format, c.rec.InputFormat = e.format, e.format
 	case ProtocolDeepgram:
 		c.d = &deepgramBot{}
 	case ProtocolGemini:
