@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/voxhost/voxhost/host/codec"
@@ -64,33 +65,29 @@ func BenchmarkMediaPath(b *testing.B) {
 		typ2, m2 := srv.Audio(frame)
 		fromHost := append([]byte(nil), m2...)
 		var in transport.Inbound
-		b.Run(name+"/server-decode", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := srv.Decode(typ, fromCaller, &in); err != nil || in.Kind != transport.KindAudio {
-					b.Fatal(err, in.Kind)
+		audio := func(err error) error {
+			if err == nil && in.Kind != transport.KindAudio {
+				return fmt.Errorf("decoded %v, want audio", in.Kind)
+			}
+			return err
+		}
+		for _, op := range []struct {
+			name string
+			run  func() error
+		}{
+			{"server-decode", func() error { return audio(srv.Decode(typ, fromCaller, &in)) }},
+			{"server-render", func() error { srv.Audio(frame); return nil }},
+			{"bot-decode", func() error { return audio(bot.Decode(typ2, fromHost, &in)) }},
+			{"bot-render", func() error { bot.Audio(frame); return nil }},
+		} {
+			b.Run(name+"/"+op.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := op.run(); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run(name+"/server-render", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				srv.Audio(frame)
-			}
-		})
-		b.Run(name+"/bot-decode", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := bot.Decode(typ2, fromHost, &in); err != nil || in.Kind != transport.KindAudio {
-					b.Fatal(err, in.Kind)
-				}
-			}
-		})
-		b.Run(name+"/bot-render", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				bot.Audio(frame)
-			}
-		})
+			})
+		}
 	}
 }
