@@ -122,7 +122,10 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 					break
 				}
 			}
-			t.Logf("%s: the provider's barge-in cleared the caller in %v", d.protocol, time.Since(t0))
+			cleared := time.Since(t0)
+			rec := sim.Calls()[0]
+			t.Logf("%s: the provider's barge-in cleared the caller in %v; it got %d messages (%d of audio, %d bytes) and sent %d bytes of audio",
+				d.protocol, cleared, len(sent.of(d.protocol)), rec.AudioMessages, rec.AudioIn, rec.AudioOut)
 			if d.protocol == botsim.ProtocolElevenLabs { // its ping, answered
 				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
