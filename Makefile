@@ -103,6 +103,8 @@ FUZZ_TARGETS := FuzzInspect:./host/plugin FuzzParseSpec:./host/pipeline \
 	FuzzTwilioDecode:./host/transport FuzzParse:./host/config FuzzTwilioBotDecode:./host/transport FuzzRawBotDecode:./host/transport FuzzOpenAIBotDecode:./host/transport FuzzAudioSocketDecode:./host/transport FuzzAudioSocketBotDecode:./host/transport FuzzAudioSocketReadMessage:./host/transport FuzzAsteriskDecode:./host/transport FuzzAsteriskBotDecode:./host/transport FuzzForkDecode:./host/transport FuzzForkBotDecode:./host/transport FuzzTelnyxDecode:./host/transport FuzzTelnyxBotDecode:./host/transport FuzzPlivoDecode:./host/transport FuzzPlivoBotDecode:./host/transport FuzzExotelDecode:./host/transport FuzzExotelBotDecode:./host/transport FuzzAutoDecode:./host/transport FuzzVonageDecode:./host/transport FuzzVonageBotDecode:./host/transport FuzzGenesysDecode:./host/transport FuzzGenesysBotDecode:./host/transport FuzzExpandURL:./host/transport
 FUZZ_TARGETS += FuzzFileStem:./host/recording
 FUZZ_TARGETS += FuzzParseOffer:./host/sip FuzzParseRequest:./host/sip
+
+FUZZ_TARGETS += FuzzGeminiBotDecode:./host/transport FuzzDeepgramBotDecode:./host/transport FuzzElevenLabsBotDecode:./host/transport
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \

@@ -20,21 +20,23 @@ func benchBotCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bot",
 		Usage: "serve a simulated voice bot for relay routes to dial: echo what it hears, or speak a WAV",
-		Description: `The bot side of the twilio, raw and openai-realtime dialects. In echo mode it sends every
+		Description: `The bot side of the twilio, raw, openai-realtime, gemini-live, deepgram-agent and
+   elevenlabs-agent dialects (for ElevenLabs, the agent's audio format and allowed overrides come
+   from the URL's query: ?audio=pcm_16000&overrides=first_message,prompt). In echo mode it sends every
    audio frame back after --delay, which is what a load test through a relay route measures; in
    speak mode it sends --wav when the stream starts, then a mark named after the file.
    Put the printed URL in a route's upstream.url. Example:
    voxhost bench bot --protocol raw --mode echo    # upstream: {url: ws://127.0.0.1:8090/, protocol: raw}`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Aliases: []string{"addr"}, Value: "127.0.0.1:8090", Usage: "listen address"},
-			&cli.StringFlag{Name: "protocol", Usage: "serve one dialect on every path: " + strings.Join(botsim.Protocols, ", ") + " (default: each on its path, /twilio, /raw, /openai)"},
+			&cli.StringFlag{Name: "protocol", Usage: "serve one dialect on every path: " + strings.Join(botsim.Protocols, ", ") + " (default: each on its path, /twilio, /raw, /openai, /gemini, /deepgram, /elevenlabs)"},
 			&cli.StringFlag{Name: "mode", Value: "echo", Usage: "echo (send back what arrives) or speak (send --wav at the start)"},
 			&cli.DurationFlag{Name: "delay", Usage: "echo: how long each frame is held before it goes back"},
 			&cli.StringFlag{Name: "wav", Usage: "speak: the recording (.wav, any rate, mono PCM16; default 2 s of test speech)"},
 			&cli.Float64Flag{Name: "speed", Usage: "speak: 1 sends in real time, 2 twice as fast; 0 as fast as the socket takes it"},
 			&cli.DurationFlag{Name: "chunk", Value: botsim.DefaultChunk, Usage: "speak: audio per message"},
 			&cli.DurationFlag{Name: "repeat", Usage: "speak: speak again this long after each start (0: once)"},
-			&cli.DurationFlag{Name: "interrupt-after", Usage: "barge in once after this much of the caller's audio (clear; OpenAI: speech_started)"},
+			&cli.DurationFlag{Name: "interrupt-after", Usage: "barge in once after this much of the caller's audio (clear; OpenAI: speech_started; Gemini: interrupted; Deepgram: UserStartedSpeaking; ElevenLabs: interruption)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "log no line per call"},
 		},
 		Action: func(c *cli.Context) error {

@@ -364,6 +364,9 @@ func (b *botLeg) read() {
 			b.failed("malformed", "the voice bot sent a malformed message: "+err.Error(), nil)
 			return
 		}
+		if b.msg.Reply != nil && !b.write(b.msg.ReplyType, b.msg.Reply) {
+			return // a ping's pong
+		}
 		switch b.msg.Kind {
 		case transport.KindAudio:
 			if !b.audioIn(b.msg.Audio, t0) {
@@ -383,6 +386,7 @@ func (b *botLeg) read() {
 			return
 		case transport.KindError:
 			c.log.Warn("the bot reported an error", "error", b.msg.Text)
+			c.s.metrics.botErrors.WithLabelValues(b.u.Dialect.Name()).Inc()
 		}
 	}
 }

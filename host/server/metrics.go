@@ -38,6 +38,7 @@ type metrics struct {
 
 	upstreamConnect  *prometheus.HistogramVec
 	upstreamFailures *prometheus.CounterVec
+	botErrors        *prometheus.CounterVec
 	relayFrame       *prometheus.HistogramVec
 	playoutDepth     prometheus.Histogram
 	underruns        prometheus.Counter
@@ -149,6 +150,10 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		Name: "voxhost_upstream_failures_total",
 		Help: "Bot legs that failed, by upstream protocol and reason (connect_timeout, refused, handshake, redirect, unsafe_url, unreachable, closed, stalled, malformed).",
 	}, []string{"protocol", "reason"})
+	m.botErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_bot_errors_total",
+		Help: "Errors a bot reported in a message, each logged with its text, by upstream protocol (OpenAI's error, Gemini's goAway, Deepgram's Error and Warning, ElevenLabs' error).",
+	}, []string{"protocol"})
 	m.relayFrame = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "voxhost_relay_frame_seconds",
 		Help:    "Time the host adds to a relayed frame, by direction: inbound from the caller's message read to the bot's written, outbound from the bot's audio read to its frame queued for the caller; sampled (one message in sample_every per leg).",
@@ -194,7 +199,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	}, []string{"route"})
 	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
 	m.recording = recording.NewMetrics(m.registry)
-	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
+	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.botErrors, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)
 	if own {

@@ -241,7 +241,7 @@ func TestDialectsRegistered(t *testing.T) {
 	if !slices.IsSorted(got) {
 		t.Errorf("DialectNames() = %v, not sorted", got)
 	}
-	for _, name := range []string{"audiosocket", "openai-realtime", "raw", "twilio"} {
+	for _, name := range []string{"audiosocket", "deepgram-agent", "elevenlabs-agent", "gemini-live", "openai-realtime", "raw", "twilio"} {
 		if !slices.Contains(got, name) {
 			t.Errorf("DialectNames() = %v, without %s", got, name)
 		}

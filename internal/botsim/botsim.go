@@ -19,16 +19,19 @@ import (
 
 // Protocols the simulator speaks, as routes' upstream.protocol names them.
 const (
-	ProtocolTwilio = "twilio"
-	ProtocolRaw    = "raw"
-	ProtocolOpenAI = "openai-realtime"
+	ProtocolTwilio     = "twilio"
+	ProtocolRaw        = "raw"
+	ProtocolOpenAI     = "openai-realtime"
+	ProtocolGemini     = "gemini-live"
+	ProtocolDeepgram   = "deepgram-agent"
+	ProtocolElevenLabs = "elevenlabs-agent"
 )
 
 // Protocols lists the protocols in the order Handler's paths list them.
-var Protocols = []string{ProtocolTwilio, ProtocolRaw, ProtocolOpenAI}
+var Protocols = []string{ProtocolTwilio, ProtocolRaw, ProtocolOpenAI, ProtocolGemini, ProtocolDeepgram, ProtocolElevenLabs}
 
 // Paths are where Handler serves each protocol.
-var Paths = map[string]string{ProtocolTwilio: "/twilio", ProtocolRaw: "/raw", ProtocolOpenAI: "/openai"}
+var Paths = map[string]string{ProtocolTwilio: "/twilio", ProtocolRaw: "/raw", ProtocolOpenAI: "/openai", ProtocolGemini: "/gemini", ProtocolDeepgram: "/deepgram", ProtocolElevenLabs: "/elevenlabs"}
 
 // Mode is what the bot answers with.
 type Mode int
@@ -112,6 +115,11 @@ type Config struct {
 	// MaxMessage is the largest message read from the host; 0 means
 	// DefaultMaxMessage.
 	MaxMessage int
+	// Capture, if set, is handed every message the host sends, as it
+	// arrives, from the call's reader; msg is valid only during the call.
+	// Conformance tests check what the host sent against the provider's
+	// schema with it.
+	Capture func(protocol string, binary bool, msg []byte)
 	// OnEnd, if set, is handed each call's record as it ends, from the
 	// call's goroutine: `voxhost bench bot` logs it.
 	OnEnd func(Call)
@@ -238,7 +246,9 @@ type Call struct {
 	// Stopped says the host ended the stream with its stop message.
 	Stopped bool
 
-	// Sessions are OpenAI's session.update messages, each at most 4 KiB.
+	// Sessions are OpenAI's session.update, Gemini's setup, Deepgram's
+	// Settings and ElevenLabs' conversation_initiation_client_data
+	// messages, each at most 4 KiB.
 	Sessions []string
 	// Cancels counts OpenAI's response.cancel messages.
 	Cancels int

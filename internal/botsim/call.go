@@ -101,6 +101,15 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request, protocol string) {
 		c.d = newTwilioBot()
 	case ProtocolRaw:
 		c.d = newRawBot(s.cfg.MaxMessage)
+	case ProtocolElevenLabs:
+		e := newElevenBot(r)
+		c.d = e
+		c.rec.Format, c.rec.InputFormat = e.format, e.format
+	case ProtocolDeepgram:
+		c.d = &deepgramBot{}
+	case ProtocolGemini:
+		c.d = &geminiBot{}
+		c.rec.Format, c.rec.InputFormat = geminiOut, geminiIn
 	default:
 		c.d = newOpenAIBot(r)
 		c.rec.Format, c.rec.InputFormat = openAIDefault, openAIDefault
@@ -128,6 +137,9 @@ func (c *call) run() error {
 			return err
 		}
 		buf = msg[:0]
+		if capture := c.sim.cfg.Capture; capture != nil {
+			capture(c.rec.Protocol, typ == websocket.MessageBinary, msg)
+		}
 		if err := c.d.handle(c, typ, msg); err != nil {
 			return err
 		}

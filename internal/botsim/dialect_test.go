@@ -73,6 +73,10 @@ func TestTheHostsDialectsTalkToTheSimulator(t *testing.T) {
 		{"raw l16 24k", botsim.ProtocolRaw, l16(24000), nil},
 		{"openai pcm", botsim.ProtocolOpenAI, l16(24000), nil},
 		{"openai pcmu beta", botsim.ProtocolOpenAI, codec.Telephony, map[string]string{"api": "beta"}},
+		{"deepgram mulaw", botsim.ProtocolDeepgram, codec.Telephony, map[string]string{"think_model": "gpt-4o-mini"}},
+		{"deepgram l16 16k", botsim.ProtocolDeepgram, l16(16000), map[string]string{"think_model": "gpt-4o-mini", "listen_model": "nova-3"}},
+		{"elevenlabs ulaw", botsim.ProtocolElevenLabs, codec.Telephony, map[string]string{"first_message": "Hi", "dynamic.name": "Ada"}},
+		{"gemini", botsim.ProtocolGemini, l16(24000), map[string]string{"model": "gemini-live-2.5-flash", "voice": "Puck"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sim, url := botsim.Start(t, botsim.Config{})
@@ -102,7 +106,7 @@ func TestTheHostsDialectsTalkToTheSimulator(t *testing.T) {
 			}
 			typ, msg, ok := b.sess.Stop()
 			if !ok {
-				return // OpenAI's socket just closes
+				return // the speech providers' sockets just close
 			}
 			if err := b.send(typ, msg); err != nil {
 				t.Fatal(err)
