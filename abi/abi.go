@@ -1,7 +1,11 @@
+//go:generate go run ./internal/abigen
+
 // Package abi is the voxhost plugin contract in Go: the names of every export
 // and import, the status codes, the event kinds and the limits that
-// abi/ABI.md defines. The host and the tests use these constants; every guest
-// SDK mirrors them, and a test checks that the SDKs agree with this file.
+// abi/ABI.md defines. The host and the tests use these constants. This file
+// is the one source of them: go generate writes every guest SDK's copy (Go,
+// C, Rust, AssemblyScript) from it, and abi/internal/abigen's test fails when
+// a copy has drifted.
 package abi
 
 // Version is the ABI version this host implements.
