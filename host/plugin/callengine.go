@@ -145,7 +145,7 @@ func setParent(fn api.Function, parent unsafe.Pointer) {
 
 // setupExports are the exports an instance calls a few times in its life,
 // whose handles a plugin pools.
-var setupExports = []string{preempt.ExportStart, "_initialize", abi.ExportBuffer, abi.ExportInit, abi.ExportRate, abi.ExportEvent}
+var setupExports = []string{preempt.ExportStart, "_initialize", abi.ExportBuffer, abi.ExportInit, abi.ExportRate, abi.ExportEvent, abi.ExportReference}
 
 // handlePool keeps, per set-up export of one plugin, handles no call is
 // using, unbound. The zero value pools nothing.

@@ -71,6 +71,12 @@ typedef __UINT64_TYPE__ uint64_t;
  * through which a plugin declares a sample-rate change.
  */
 #define VOX_EXPORT_RATE "vox_rate"
+/* ExportReference is the optional vox_reference(capacity_bytes i32) ->
+ * ptr i32 of an inbound plugin that asks for the far-end reference (what
+ * the caller was sent, time-aligned with the caller's frame; ABI.md §11):
+ * a second buffer, which the host fills before every vox_process.
+ */
+#define VOX_EXPORT_REFERENCE "vox_reference"
 
 /* HostModule is the import module name of the functions the host provides. */
 #define VOX_HOST_MODULE "voxhost"
@@ -173,6 +179,16 @@ extern int16_t vox_frame_buffer[VOX_BUFFER_BYTES / 2];
 
 /* The frame's samples: vox_process works on them in place. */
 static inline int16_t *vox_samples(void) { return vox_frame_buffer; }
+
+/* The far-end reference (ABI section 11): define VOX_WANTS_REFERENCE before
+ * including this header with VOXHOST_IMPLEMENTATION and the SDK exports
+ * vox_reference; before every vox_process(samples) the host then writes the
+ * reference of those samples here: what the caller was sent, time-aligned
+ * with the frame, at the same rate; silence when there is none. */
+#ifdef VOX_WANTS_REFERENCE
+extern int16_t vox_reference_buffer[VOX_BUFFER_BYTES / 2];
+static inline const int16_t *vox_reference(void) { return vox_reference_buffer; }
+#endif
 
 /* The buffer as bytes: where vox_init finds its JSON config. */
 static inline const char *vox_bytes(void) { return (const char *)vox_frame_buffer; }
@@ -521,6 +537,15 @@ VOX_EXPORT("voxhost_abi_v1") void voxhost_abi_v1(void) {}
 VOX_EXPORT("vox_buffer") int32_t vox_buffer(int32_t capacity) {
     return capacity <= (int32_t)sizeof(vox_frame_buffer) ? (int32_t)(uint32_t)vox_frame_buffer : 0;
 }
+
+#ifdef VOX_WANTS_REFERENCE
+/* Zero: a host that predates the reference never writes it (silence). */
+int16_t vox_reference_buffer[VOX_BUFFER_BYTES / 2] __attribute__((aligned(16)));
+
+VOX_EXPORT("vox_reference") int32_t vox_reference_export_(int32_t capacity) {
+    return capacity <= (int32_t)sizeof(vox_reference_buffer) ? (int32_t)(uint32_t)vox_reference_buffer : 0;
+}
+#endif
 
 /* Static constructors (C++ globals whose constructor runs code, C functions
  * marked __attribute__((constructor))) run once, when the host calls

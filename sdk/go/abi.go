@@ -35,6 +35,11 @@ const (
 	// ExportRate is the optional vox_rate(input_rate i32) -> output_rate i32,
 	// through which a plugin declares a sample-rate change.
 	ExportRate = "vox_rate"
+	// ExportReference is the optional vox_reference(capacity_bytes i32) ->
+	// ptr i32 of an inbound plugin that asks for the far-end reference (what
+	// the caller was sent, time-aligned with the caller's frame; ABI.md §11):
+	// a second buffer, which the host fills before every vox_process.
+	ExportReference = "vox_reference"
 )
 
 // HostModule is the import module name of the functions the host provides.

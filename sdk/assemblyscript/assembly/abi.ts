@@ -42,6 +42,10 @@ export const ExportEvent: string = "vox_event";
 // @ts-ignore: decorator
 @lazy
 export const ExportRate: string = "vox_rate";
+/** ExportReference is the optional vox_reference(capacity_bytes i32) -> ptr i32 of an inbound plugin that asks for the far-end reference (what the caller was sent, time-aligned with the caller's frame; ABI.md §11): a second buffer, which the host fills before every vox_process. */
+// @ts-ignore: decorator
+@lazy
+export const ExportReference: string = "vox_reference";
 
 /** HostModule is the import module name of the functions the host provides. */
 // @ts-ignore: decorator

@@ -31,6 +31,11 @@ pub const EXPORT_EVENT: &str = "vox_event";
 /// ExportRate is the optional vox_rate(input_rate i32) -> output_rate i32,
 /// through which a plugin declares a sample-rate change.
 pub const EXPORT_RATE: &str = "vox_rate";
+/// ExportReference is the optional vox_reference(capacity_bytes i32) ->
+/// ptr i32 of an inbound plugin that asks for the far-end reference (what
+/// the caller was sent, time-aligned with the caller's frame; ABI.md §11):
+/// a second buffer, which the host fills before every vox_process.
+pub const EXPORT_REFERENCE: &str = "vox_reference";
 
 /// HostModule is the import module name of the functions the host provides.
 pub const HOST_MODULE: &str = "voxhost";
