@@ -1,0 +1,123 @@
+/*
+ * aec: the stock echo canceller. SpeexDSP's MDF echo canceller (mdf.c,
+ * Valin's multidelay block frequency-domain adaptive filter with its two-path
+ * double-talk control) against the far-end reference the host gives
+ * (abi/ABI.md section 11), then SpeexDSP's preprocessor to suppress the
+ * residual echo the linear filter leaves (preprocess.c, with the canceller's
+ * state). The library is Debian's speexdsp source package, compiled here to
+ * wasm32 (Makefile); this file is the plugin's glue only.
+ *
+ * The reference is delayed by delay_ms first, a hint for the bulk delay of
+ * the echo path (network, carrier, handset), so that the adaptive filter's
+ * tail_ms need cover only what is left of it and the echo's own length.
+ * MDF runs in 20 ms blocks (BLOCKS_PER_SECOND): a frame must be a whole
+ * number of them. The preprocessor's overlapping window delays the output by
+ * one block.
+ */
+#define VOX_WANTS_REFERENCE
+#define VOXHOST_IMPLEMENTATION
+#include "voxhost.h"
+
+#include <speex/speex_echo.h>
+#include <speex/speex_preprocess.h>
+
+#define MAX_RATE 16000
+#define MAX_DELAY_MS 500
+#define MAX_TAIL_MS 500
+#define MAX_DELAY (MAX_DELAY_MS * (MAX_RATE / 1000))
+#define BLOCKS_PER_SECOND 50
+#define MAX_BLOCK (MAX_RATE / BLOCKS_PER_SECOND)
+
+static double tail_ms = 260, delay_ms = 0, suppress_db = -40, suppress_active_db = -15;
+static int denoise = 1;
+
+static SpeexEchoState *echo;
+static SpeexPreprocessState *pre;
+static int block;
+
+/* The delay line of the reference: delay samples behind what the host
+ * gives, a ring of MAX_DELAY samples. */
+static spx_int16_t delay_line[MAX_DELAY];
+static int delay, delay_pos;
+static spx_int16_t far_block[MAX_BLOCK], out_block[MAX_BLOCK];
+
+static int range(const char *json, int32_t len, const char *key, double lo, double hi, double *v) {
+    int found = vox_config_number(json, len, key, v);
+    if (found < 0 || (found > 0 && !(*v >= lo && *v <= hi))) {
+        char buf[160];
+        vox_text t = vox_text_init(buf, sizeof buf);
+        vox_text_str(&t, "aec: \"");
+        vox_text_str(&t, key);
+        vox_text_str(&t, "\" must be a number from ");
+        vox_text_fixed(&t, lo, 0);
+        vox_text_str(&t, " to ");
+        vox_text_fixed(&t, hi, 0);
+        vox_log_text(VOX_LOG_ERROR, &t);
+        return -1;
+    }
+    return 0;
+}
+
+VOX_INIT {
+    static const char *const keys[] = {"tail_ms", "delay_ms", "suppress_db", "suppress_active_db", "denoise", 0};
+    const char *json = vox_bytes();
+    if (vox_config_check_keys(json, config_len, "aec", keys) != VOX_OK) return VOX_BAD_CONFIG;
+    if (range(json, config_len, "tail_ms", 10, MAX_TAIL_MS, &tail_ms) ||
+        range(json, config_len, "delay_ms", 0, MAX_DELAY_MS, &delay_ms) ||
+        range(json, config_len, "suppress_db", -90, 0, &suppress_db) ||
+        range(json, config_len, "suppress_active_db", -90, 0, &suppress_active_db))
+        return VOX_BAD_CONFIG;
+    if (vox_config_bool(json, config_len, "denoise", &denoise) < 0) {
+        vox_log(VOX_LOG_ERROR, "aec: \"denoise\" must be true or false");
+        return VOX_BAD_CONFIG;
+    }
+    return VOX_OK;
+}
+
+/* The states are made here, once the rate is known. */
+VOX_RATE {
+    if (input_rate != 8000 && input_rate != 16000) return VOX_BAD_RATE;
+    if (echo) return input_rate == block * BLOCKS_PER_SECOND ? input_rate : VOX_BAD_STATE;
+    block = input_rate / BLOCKS_PER_SECOND;
+    int tail = (int)(tail_ms * input_rate / 1000 + 0.5);
+    delay = (int)(delay_ms * input_rate / 1000 + 0.5);
+    echo = speex_echo_state_init(block, tail);
+    pre = echo ? speex_preprocess_state_init(block, input_rate) : 0;
+    if (!pre) {
+        vox_log(VOX_LOG_ERROR, "aec: out of memory for the echo canceller's state");
+        return VOX_ERROR;
+    }
+    spx_int32_t rate = input_rate, off = 0, denoise_on = denoise;
+    spx_int32_t suppress = (spx_int32_t)suppress_db, active = (spx_int32_t)suppress_active_db;
+    speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate);
+    speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_ECHO_STATE, echo);
+    speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, &suppress);
+    speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, &active);
+    speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_DENOISE, &denoise_on);
+    speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_AGC, &off);
+    speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_VAD, &off);
+    speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_DEREVERB, &off);
+    return input_rate;
+}
+
+VOX_PROCESS {
+    if (!echo) return VOX_BAD_STATE;
+    if (samples % block != 0) return VOX_BAD_LENGTH;
+    int16_t *mic = vox_samples();
+    const int16_t *ref = vox_reference();
+    for (int32_t off = 0; off < samples; off += block) {
+        for (int i = 0; i < block; i++) {
+            if (delay > 0) {
+                far_block[i] = delay_line[delay_pos];
+                delay_line[delay_pos] = ref[off + i];
+                if (++delay_pos == delay) delay_pos = 0;
+            } else {
+                far_block[i] = ref[off + i];
+            }
+        }
+        speex_echo_cancellation(echo, mic + off, far_block, out_block);
+        speex_preprocess_run(pre, out_block);
+        for (int i = 0; i < block; i++) mic[off + i] = out_block[i];
+    }
+    return samples;
+}
