@@ -92,10 +92,15 @@ type call struct {
 	callerPaused atomic.Bool
 	readBuf      []byte
 	frameOut     []byte // a frame for the caller, in its format
-	src          codec.Source
-	pcmSrc       pipeline.PCM
-	msg          transport.Inbound
-	inEvents     eventQueue
+	// far is the far-end reference, for an inbound pipeline that asks for
+	// it (ABI §11), and farFrame the reference of one caller frame; nil
+	// otherwise.
+	far      *farEnd
+	farFrame []byte
+	src      codec.Source
+	pcmSrc   pipeline.PCM
+	msg      transport.Inbound
+	inEvents eventQueue
 	// outEvents are the outbound pipeline's, drained by whoever runs it:
 	// this goroutine in an echo, the bot reader in a relay.
 	outEvents eventQueue
@@ -321,6 +326,11 @@ func (c *call) frame(t0 time.Time) bool {
 	rt, lease := c.s.rt, c.cpu.in
 	deadline := sched.Now() + int64(rt.deadline)
 	lease.Acquire(deadline)
+	if c.far != nil {
+		ref := c.farFrame[:min(len(c.msg.Audio)/c.format.SampleBytes()*abi.SampleBytes, len(c.farFrame))]
+		c.far.next(ref)
+		c.in.SetReference(ref)
+	}
 	pcm, err := c.in.Process(&c.src)
 	if err != nil {
 		lease.Release()
@@ -356,6 +366,9 @@ func (c *call) frame(t0 time.Time) bool {
 	if n > 0 { // else a plugin swallowed the frame
 		if !c.sendCallerAudio(c.frameOut[:n]) {
 			return false
+		}
+		if c.far != nil {
+			c.far.wrotePCM(pcm)
 		}
 		c.framesOut.Inc()
 	}
@@ -424,6 +437,10 @@ func (c *call) start(start *transport.Start) error {
 		c.log.Error("pipeline failed to start", "pipeline", route.Name, "err", err)
 		c.end(websocket.StatusInternalError, "pipeline failed to start", "start_failed")
 		return err
+	}
+	if c.in.WantsReference() {
+		c.far = newFarEnd(c.format)
+		c.farFrame = make([]byte, c.maxFrameMs*c.format.Rate/1000*abi.SampleBytes)
 	}
 	frameSeconds := c.s.metrics.frameSeconds.WithLabelValues(route.Name)
 	if route.Upstream != nil {
@@ -867,6 +884,11 @@ func (c *call) finish() {
 	}
 	if c.reason != "" {
 		attrs = append(attrs, "reason", c.reason)
+	}
+	if c.far != nil {
+		if n := c.far.droppedSamples(); n > 0 {
+			attrs = append(attrs, "far_end_dropped_ms", n*1000/int64(c.format.Rate))
+		}
 	}
 	c.log.Info("call ended", attrs...)
 }
