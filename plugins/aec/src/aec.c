@@ -66,8 +66,8 @@ static float noise_floor = 1e9f;
 static uint32_t noise_seed = 1;
 
 static int range(const char *json, int32_t len, const char *key, double lo, double hi, double *v) {
-    int found = vox_config_number(json, len, key, v);
-    if (found < 0 || (found > 0 && !(*v >= lo && *v <= hi))) {
+    /* present but not a number reads as absent to vox_config_number */
+    if (vox_config_find(json, len, key) >= 0 && (!vox_config_number(json, len, key, v) || !(*v >= lo && *v <= hi))) {
         char buf[160];
         vox_text t = vox_text_init(buf, sizeof buf);
         vox_text_str(&t, "aec: \"");
