@@ -88,7 +88,7 @@ var languages = []Language{
 	{
 		ID: "go", Title: "Go", Source: "main.go", Toolchain: "Go 1.24 or later, GOOS=wasip1",
 		Tools: []string{"make", "go"}, templates: []string{"go/template"},
-		sdkDir: "go", files: []string{"go/*.go", "go/README.md"},
+		sdkDir: "go", files: []string{"go/*.go", "go/reference/*.go", "go/README.md"},
 	},
 	{
 		ID: "wat", Title: "WebAssembly text", Source: "__NAME__.wat", Toolchain: "wat2wasm (wabt) and sed",
