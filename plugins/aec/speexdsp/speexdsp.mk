@@ -39,13 +39,15 @@ $(FETCHED):
 # The library's files come with the tarball.
 $(addprefix $(SPEEXDSP)/libspeexdsp/,$(SPEEXDSP_FILES)): $(FETCHED) ;
 
-OBJS := $(addprefix $(BUILD)/,$(SPEEXDSP_FILES:.c=.o)) $(BUILD)/arena.o $(addprefix $(BUILD)/,$(notdir $(SOURCES:.c=.o)))
+OBJS := $(addprefix $(BUILD)/,$(SPEEXDSP_FILES:.c=.o)) $(BUILD)/arena.o $(BUILD)/blocks.o $(addprefix $(BUILD)/,$(notdir $(SOURCES:.c=.o)))
 
 $(BUILD)/%.o: $(SPEEXDSP)/libspeexdsp/%.c | $(FETCHED)
 	$(CLANG) $(CFLAGS) -c -o $@ $<
 $(BUILD)/arena.o: $(GLUE)/arena.c $(GLUE)/arena.h | $(FETCHED)
 	$(CLANG) $(CFLAGS) -c -o $@ $<
-$(BUILD)/%.o: src/%.c $(SDK)/voxhost.h | $(FETCHED)
+$(BUILD)/blocks.o: $(GLUE)/blocks.c $(GLUE)/blocks.h | $(FETCHED)
+	$(CLANG) $(CFLAGS) -c -o $@ $<
+$(BUILD)/%.o: src/%.c $(SDK)/voxhost.h $(GLUE)/blocks.h | $(FETCHED)
 	$(CLANG) $(CFLAGS) -c -o $@ $<
 
 $(PLUGIN).wasm: $(OBJS)

@@ -10,8 +10,8 @@
  * The reference is delayed by delay_ms first, a hint for the bulk delay of
  * the echo path (network, carrier, handset), so that the adaptive filter's
  * tail_ms need cover only what is left of it and the echo's own length.
- * MDF runs in 20 ms blocks (BLOCKS_PER_SECOND): a frame must be a whole
- * number of them. The preprocessor's overlapping window delays the output by
+ * MDF runs in 20 ms blocks (BLOCKS_PER_SECOND; blocks.h takes frames of
+ * other lengths). The preprocessor's overlapping window delays the output by
  * one block.
  */
 #define VOX_WANTS_REFERENCE
@@ -20,6 +20,8 @@
 
 #include <speex/speex_echo.h>
 #include <speex/speex_preprocess.h>
+
+#include "blocks.h"
 
 #define MAX_RATE 16000
 #define MAX_DELAY_MS 500
@@ -127,51 +129,52 @@ VOX_RATE {
     return input_rate;
 }
 
-VOX_PROCESS {
-    if (!echo) return VOX_BAD_STATE;
-    if (samples % block != 0) return VOX_BAD_LENGTH;
-    int16_t *mic = vox_samples();
-    const int16_t *ref = vox_reference();
-    for (int32_t off = 0; off < samples; off += block) {
-        for (int i = 0; i < block; i++) {
-            if (delay > 0) {
-                far_block[i] = delay_line[delay_pos];
-                delay_line[delay_pos] = ref[off + i];
-                if (++delay_pos == delay) delay_pos = 0;
-            } else {
-                far_block[i] = ref[off + i];
-            }
-        }
-        int mic_peak = 0, far_peak = 0, span_peak = 0;
-        for (int i = 0; i < block; i++) {
-            int m = mic[off + i] < 0 ? -mic[off + i] : mic[off + i];
-            int f = ref[off + i] < 0 ? -ref[off + i] : ref[off + i];
-            if (m > mic_peak) mic_peak = m;
-            if (f > far_peak) far_peak = f;
-        }
-        far_peaks[peak_pos] = far_peak;
-        if (++peak_pos == span_blocks) peak_pos = 0;
-        for (int b = 0; b < span_blocks; b++)
-            if (far_peaks[b] > span_peak) span_peak = far_peaks[b];
-        speex_echo_cancellation(echo, mic + off, far_block, out_block);
-        speex_preprocess_run(pre, out_block);
-        if (mic_peak > GEIGEL * span_peak) hangover = HANGOVER;
-        else if (hangover > 0) hangover--;
-        float target = span_peak >= FAR_ACTIVE && hangover == 0 ? nlp_floor : 1;
-        float energy = 0;
-        for (int i = 0; i < block; i++) energy += (float)out_block[i] * out_block[i];
-        float rms = __builtin_sqrtf(energy / block);
-        noise_floor = rms < noise_floor ? rms : noise_floor * 1.0116f;
-        float cn_amp = noise_floor * 1.7320508f; /* uniform in [-a, a] has RMS a/sqrt(3) */
-        for (int i = 0; i < block; i++) {
-            /* down at once, up by 6 dB a block, sample by sample */
-            if (target < nlp_gain) nlp_gain = target;
-            else if ((nlp_gain *= 1.00435f) > target) nlp_gain = target;
-            noise_seed = noise_seed * 1664525u + 1013904223u;
-            float cn = ((int32_t)noise_seed / 2147483648.0f) * cn_amp;
-            float v = out_block[i] * nlp_gain + cn * (1 - nlp_gain);
-            mic[off + i] = (int16_t)(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
+/* One block: the reference through the delay line, MDF, the
+ * preprocessor, the NLP; mic is processed in place. */
+static void cancel_block(int16_t *mic, const int16_t *ref) {
+    for (int i = 0; i < block; i++) {
+        if (delay > 0) {
+            far_block[i] = delay_line[delay_pos];
+            delay_line[delay_pos] = ref[i];
+            if (++delay_pos == delay) delay_pos = 0;
+        } else {
+            far_block[i] = ref[i];
         }
     }
+    int mic_peak = 0, far_peak = 0, span_peak = 0;
+    for (int i = 0; i < block; i++) {
+        int m = mic[i] < 0 ? -mic[i] : mic[i];
+        int f = ref[i] < 0 ? -ref[i] : ref[i];
+        if (m > mic_peak) mic_peak = m;
+        if (f > far_peak) far_peak = f;
+    }
+    far_peaks[peak_pos] = far_peak;
+    if (++peak_pos == span_blocks) peak_pos = 0;
+    for (int b = 0; b < span_blocks; b++)
+        if (far_peaks[b] > span_peak) span_peak = far_peaks[b];
+    speex_echo_cancellation(echo, mic, far_block, out_block);
+    speex_preprocess_run(pre, out_block);
+    if (mic_peak > GEIGEL * span_peak) hangover = HANGOVER;
+    else if (hangover > 0) hangover--;
+    float target = span_peak >= FAR_ACTIVE && hangover == 0 ? nlp_floor : 1;
+    float energy = 0;
+    for (int i = 0; i < block; i++) energy += (float)out_block[i] * out_block[i];
+    float rms = __builtin_sqrtf(energy / block);
+    noise_floor = rms < noise_floor ? rms : noise_floor * 1.0116f;
+    float cn_amp = noise_floor * 1.7320508f; /* uniform in [-a, a] has RMS a/sqrt(3) */
+    for (int i = 0; i < block; i++) {
+        /* down at once, up by 6 dB a block, sample by sample */
+        if (target < nlp_gain) nlp_gain = target;
+        else if ((nlp_gain *= 1.00435f) > target) nlp_gain = target;
+        noise_seed = noise_seed * 1664525u + 1013904223u;
+        float cn = ((int32_t)noise_seed / 2147483648.0f) * cn_amp;
+        float v = out_block[i] * nlp_gain + cn * (1 - nlp_gain);
+        mic[i] = (int16_t)(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
+    }
+}
+
+VOX_PROCESS {
+    if (!echo) return VOX_BAD_STATE;
+    blocks_run(vox_samples(), vox_reference(), samples, block, cancel_block);
     return samples;
 }

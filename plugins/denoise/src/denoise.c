@@ -3,7 +3,7 @@
  * a spectral-subtraction suppressor with a minima-controlled noise estimate
  * and Ephraim-Malah style gains), compiled to wasm32 from Debian's speexdsp
  * source package (Makefile); this file is the plugin's glue only. It runs in
- * 20 ms blocks (a frame must be a whole number of them) and delays the audio
+ * 20 ms blocks (blocks.h takes frames of other lengths) and delays the audio
  * by one block, the overlap of its analysis window.
  */
 #define VOXHOST_IMPLEMENTATION
@@ -11,6 +11,8 @@
 
 #include <speex/speex_echo.h>
 #include <speex/speex_preprocess.h>
+
+#include "blocks.h"
 
 /* The preprocessor calls the echo canceller's residual estimate only when
  * it is given an echo state (SPEEX_PREPROCESS_SET_ECHO_STATE), which this
@@ -58,10 +60,13 @@ VOX_RATE {
     return input_rate;
 }
 
+static void denoise_block(int16_t *mic, const int16_t *ref) {
+    (void)ref;
+    speex_preprocess_run(pre, mic);
+}
+
 VOX_PROCESS {
     if (!pre) return VOX_BAD_STATE;
-    if (samples % block != 0) return VOX_BAD_LENGTH;
-    int16_t *s = vox_samples();
-    for (int32_t off = 0; off < samples; off += block) speex_preprocess_run(pre, s + off);
+    blocks_run(vox_samples(), 0, samples, block, denoise_block);
     return samples;
 }
