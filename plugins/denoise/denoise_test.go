@@ -182,4 +182,3 @@ func TestZeroAllocationsPerFrame(t *testing.T) {
 		t.Fatalf("%.1f allocations a frame", n)
 	}
 }
-
