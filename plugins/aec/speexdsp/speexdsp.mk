@@ -19,7 +19,7 @@ WASI_SYSROOT ?= /usr/include/wasm32-wasi
 WASI_LIB ?= /usr/lib/wasm32-wasi
 
 TARGET := --target=wasm32-wasi -nostdlib
-CFLAGS := $(TARGET) -O2 -mbulk-memory -ffp-contract=off -DHAVE_CONFIG_H -I $(GLUE) -I $(SPEEXDSP)/include \
+CFLAGS := $(TARGET) -O2 -mbulk-memory -msimd128 -ffp-contract=off -DHAVE_CONFIG_H -I $(GLUE) -I $(SPEEXDSP)/include \
 	-isystem $(WASI_SYSROOT) -I $(SDK) -Wno-everything -ffile-prefix-map=$(CURDIR)=.
 # 4 MiB of memory, fixed: the stack (64 KiB) first, so an overflow traps
 # rather than overwriting the state; the arena; the buffers.
@@ -52,7 +52,7 @@ $(BUILD)/%.o: src/%.c $(SDK)/voxhost.h $(GLUE)/blocks.h | $(FETCHED)
 
 $(PLUGIN).wasm: $(OBJS)
 	$(CLANG) $(LDFLAGS) -o $@ $(OBJS) $(WASI_LIB)/libc.a
-	$(WASM_OPT) --enable-bulk-memory -O2 $@ -o $@
+	$(WASM_OPT) --enable-bulk-memory --enable-simd -O2 $@ -o $@
 
 clean:
 	rm -rf $(BUILD) $(PLUGIN).wasm
