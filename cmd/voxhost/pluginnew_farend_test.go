@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -31,15 +29,7 @@ func TestPluginNewFarEnd(t *testing.T) {
 			if err != nil {
 				t.Fatalf("plugin new --far-end: %v\n%s", err, out)
 			}
-			for _, tool := range lang.Tools {
-				if _, err := exec.LookPath(tool); err != nil {
-					msg := fmt.Sprintf("SKIPPING %s: %s is not installed (make toolchains installs it)", lang.Title, tool)
-					if os.Getenv("VOXHOST_EXAMPLES_REQUIRED") == "1" {
-						t.Fatal(msg)
-					}
-					t.Skip(msg)
-				}
-			}
+			requireTools(t, lang)
 			cmd := exec.Command("make", "--no-print-directory", "VOXHOST="+bin)
 			cmd.Dir = dir
 			if out, err := cmd.CombinedOutput(); err != nil {
