@@ -8,7 +8,7 @@
 #define BLOCKS_H
 #include <stdint.h>
 
-#define BLOCKS_MAX 320 /* 20 ms at 16 kHz */
+#define BLOCKS_MAX 480 /* 20 ms at 24 kHz */
 
 void blocks_run(int16_t *mic, const int16_t *ref, int32_t n, int block, void (*fn)(int16_t *mic, const int16_t *ref));
 #endif

@@ -1,8 +1,8 @@
 /* speexdsp's allocation and messages (os_support.h), for a plugin: the
  * states of one call are allocated once, at set-up, and live as long as
  * the instance, so a bump allocator over a static arena serves them (no
- * malloc, no free list; speex_free is a no-op). An arena too small is a
- * failed set-up, not a trap: speex_alloc returns 0 and the plugin checks.
+ * malloc, no free list; speex_free is a no-op). An arena too small traps
+ * (arena.c): SpeexDSP does not check what speex_alloc returns.
  * Warnings and errors go nowhere: the plugin validates what it passes. */
 #include "arena.h"
 

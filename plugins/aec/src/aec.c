@@ -23,7 +23,8 @@
 
 #include "blocks.h"
 
-#define MAX_RATE 16000
+#define MAX_RATE 24000
+#define MAX_TAPS 8000 /* 500 ms at 16 kHz: what the arena (arena.c) holds */
 #define MAX_DELAY_MS 500
 #define MAX_TAIL_MS 500
 #define MAX_DELAY (MAX_DELAY_MS * (MAX_RATE / 1000))
@@ -103,10 +104,14 @@ VOX_INIT {
 
 /* The states are made here, once the rate is known. */
 VOX_RATE {
-    if (input_rate != 8000 && input_rate != 16000) return VOX_BAD_RATE;
+    if (input_rate != 8000 && input_rate != 16000 && input_rate != 24000) return VOX_BAD_RATE;
     if (echo) return input_rate == block * BLOCKS_PER_SECOND ? input_rate : VOX_BAD_STATE;
     block = input_rate / BLOCKS_PER_SECOND;
     int tail = (int)(tail_ms * input_rate / 1000 + 0.5);
+    if (tail > MAX_TAPS) {
+        vox_log(VOX_LOG_ERROR, "aec: tail_ms too long for the input rate: at most 8000 samples (500 ms at 16 kHz, 333 ms at 24 kHz)");
+        return VOX_BAD_RATE;
+    }
     delay = (int)(delay_ms * input_rate / 1000 + 0.5);
     span_blocks = (int)((delay_ms + tail_ms) / (1000 / BLOCKS_PER_SECOND)) + 1;
     nlp_floor = (float)__builtin_pow(10, nlp_db / 20);

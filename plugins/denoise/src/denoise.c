@@ -43,7 +43,7 @@ VOX_INIT {
 
 /* The state is made here, once the rate is known. */
 VOX_RATE {
-    if (input_rate != 8000 && input_rate != 16000) return VOX_BAD_RATE;
+    if (input_rate != 8000 && input_rate != 16000 && input_rate != 24000) return VOX_BAD_RATE;
     if (pre) return input_rate == block * BLOCKS_PER_SECOND ? input_rate : VOX_BAD_STATE;
     block = input_rate / BLOCKS_PER_SECOND;
     pre = speex_preprocess_state_init(block, input_rate);
