@@ -6,13 +6,13 @@ WAT2WASM ?= wat2wasm
 CFLAGS_WASM := --target=wasm32 -nostdlib -O2 -I sdk/c \
 	-Wl,--no-entry -Wl,--initial-memory=65536 -Wl,--max-memory=65536 \
 	-Wl,-z,stack-size=8192 -Wl,--strip-all
-WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat)
+WAT_SOURCES := $(wildcard plugins/*/*.wat host/*/testdata/*.wat internal/*/testdata/*.wat)
 C_SOURCES := $(wildcard plugins/*/*.c)
 WASM := $(WAT_SOURCES:.wat=.wasm) $(C_SOURCES:.c=.wasm)
 # Plugins in other languages build through their own Makefile, which writes
-# plugins/NAME/NAME.wasm; so do test fixtures in them, host/PKG/testdata/NAME/NAME.wasm
+# plugins/NAME/NAME.wasm; so do test fixtures in them, {host,internal}/PKG/testdata/NAME/NAME.wasm
 # (an AssemblyScript plugin that runs out of memory, for plugin test's soak).
-SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile host/*/testdata/*/Makefile))
+SUBMAKE_PLUGINS := $(patsubst %/Makefile,%,$(wildcard plugins/*/Makefile host/*/testdata/*/Makefile internal/*/testdata/*/Makefile))
 ALL_WASM := $(WASM) $(foreach d,$(SUBMAKE_PLUGINS),$(d)/$(notdir $(d)).wasm)
 
 .PHONY: all build run bench test fuzz toolchains plugins examples check-plugins vet fmt-check gotest clean
@@ -35,6 +35,9 @@ APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binar
 	/usr/bin/rustc:rustc /usr/bin/cargo:cargo \
 	/usr/lib/rustlib/wasm32-unknown-unknown:libstd-rust-dev-wasm32 \
 	/usr/include/wasm32-wasi:wasi-libc node:nodejs npm:npm /usr/bin/chromium:chromium
+# The field's resamplers, which plugins/resample's fidelity test measures the
+# stock one beside (through cgo, internal/refresample).
+APT_TOOLS += /usr/include/soxr.h:libsoxr-dev /usr/include/speex/speex_resampler.h:libspeexdsp-dev
 toolchains:
 	@missing=""; \
 	for tool in $(APT_TOOLS); do \
@@ -104,15 +107,47 @@ gotest: examples
 ## what this finds to the target's corpus together with its fix.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := FuzzInspect:./host/plugin FuzzParseSpec:./host/pipeline \
-	FuzzInstrument:./host/preempt FuzzInstrumentDifferential:./host/preempt \
+	FuzzInstrument:./internal/preempt FuzzInstrumentDifferential:./internal/preempt \
 	FuzzTwilioDecode:./host/transport FuzzParse:./host/config FuzzTwilioBotDecode:./host/transport FuzzRawBotDecode:./host/transport FuzzOpenAIBotDecode:./host/transport FuzzAudioSocketDecode:./host/transport FuzzAudioSocketBotDecode:./host/transport FuzzAudioSocketReadMessage:./host/transport FuzzAsteriskDecode:./host/transport FuzzAsteriskBotDecode:./host/transport FuzzForkDecode:./host/transport FuzzForkBotDecode:./host/transport FuzzTelnyxDecode:./host/transport FuzzTelnyxBotDecode:./host/transport FuzzPlivoDecode:./host/transport FuzzPlivoBotDecode:./host/transport FuzzExotelDecode:./host/transport FuzzExotelBotDecode:./host/transport FuzzAutoDecode:./host/transport FuzzVonageDecode:./host/transport FuzzVonageBotDecode:./host/transport FuzzGenesysDecode:./host/transport FuzzGenesysBotDecode:./host/transport FuzzExpandURL:./host/transport
+FUZZ_TARGETS += FuzzFileStem:./host/recording
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t##*:} || exit 1; \
 	done
 
-test: check-plugins fmt-check vet gotest
+## test: every check, one step of TEST_STEPS after another, each announced
+## on a line of its own with the time so far, and each step's time at the
+## end. On a fresh 2-core machine it takes about 12 minutes, 8 of them
+## installing the toolchains and building the plugins and examples.
+## Add a step with a new line TEST_STEPS += RULE.
+TEST_STEPS := toolchains check-plugins fmt-check vet examples gotest
+test:
+	@steps=($(TEST_STEPS)); total=$${#steps[@]}; n=0; took=""; \
+	clock() { printf '%d:%02d' $$(($$1 / 60)) $$(($$1 % 60)); }; \
+	for step in "$${steps[@]}"; do \
+		n=$$((n + 1)); began=$$SECONDS; \
+		echo "==> make test: step $$n of $$total, $$step (at $$(clock $$SECONDS))"; \
+		if ! $(MAKE) --no-print-directory $$step; then \
+			echo "==> make test: FAILED in $$step, step $$n of $$total (at $$(clock $$SECONDS))"; exit 1; \
+		fi; \
+		took="$$took$${took:+, }$$step $$(clock $$((SECONDS - began)))"; \
+	done; \
+	echo "==> make test: passed in $$(clock $$SECONDS) ($$took)"
 
 clean:
 	rm -rf bin
+
+## bench-detectors: the stock vad and dtmf against their references (make bench
+## runs it): the vad beside WebRTC's VAD (Debian's libwebrtc-audio-processing,
+## cgo, build tag webrtcvad) in noise and babble, and dtmf's talk-off on an
+## hour of synthetic speech. Needs espeak-ng, sox and the library, which it
+## installs (with gcc and pkg-config for cgo); make test needs none of them.
+BENCH_DETECTOR_TOOLS := /usr/bin/espeak-ng:espeak-ng /usr/bin/sox:sox /usr/bin/gcc:gcc /usr/bin/pkg-config:pkg-config \
+	/usr/include/webrtc_audio_processing:libwebrtc-audio-processing-dev
+.PHONY: bench-detectors
+bench-detectors:
+	@$(MAKE) --no-print-directory toolchains APT_TOOLS="$(BENCH_DETECTOR_TOOLS)"
+	$(GO) test -tags webrtcvad -run '^$$' -bench WebRTC -benchtime 1x -v ./plugins/vad/
+	$(GO) test -run '^$$' -bench TalkOff -benchtime 1x -v ./plugins/dtmf/
+bench: bench-detectors

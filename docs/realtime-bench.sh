@@ -4,6 +4,8 @@
 # Usage: docs/realtime-bench.sh BINARY [surge|noisy|faults|capacity]...
 # Figures depend on the machine: compare two binaries in one run, e.g.
 #   docs/realtime-bench.sh /tmp/voxhost-old surge; docs/realtime-bench.sh bin/voxhost surge
+# LOADGEN=ANOTHER_BINARY drives BINARY's server with another build's load
+# generator (an old server, today's generator).
 set -euo pipefail
 bin=$1; shift
 dir=$(mktemp -d)
@@ -25,7 +27,7 @@ pipelines:
   faulty: [{plugin: $dir/recursion.wasm}, {plugin: passthrough}]
 YAML
 url=ws://127.0.0.1:$port
-loadgen() { taskset -c 0 "$bin" loadgen --url "$url" "$@"; }
+loadgen() { taskset -c 0 "${LOADGEN:-$bin}" loadgen --url "$url" "$@"; }
 serve() {
 	GOMAXPROCS=1 taskset -c 1 "$bin" --log-level error serve --config "$dir/voxhost.yaml" >"$dir/serve.log" 2>&1 &
 	server=$!

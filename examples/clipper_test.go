@@ -14,7 +14,7 @@ import (
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 	voxhost "github.com/voxhost/voxhost/sdk/go"
 )
 

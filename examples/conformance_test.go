@@ -23,7 +23,7 @@ import (
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // languages are the SDK languages; each builds examples/<lang>/build/tremolo.wasm.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/app"
-	"github.com/voxhost/voxhost/host/bench"
+	"github.com/voxhost/voxhost/internal/app"
+	"github.com/voxhost/voxhost/internal/bench"
 )
 
 func benchCommand() *cli.Command {
@@ -25,7 +25,7 @@ func benchCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "hop",
-				Usage: "ns per hop of chains of a plugin, beside native Go hops (interleaved, median of reps)",
+				Usage: "ns per hop of chains of a plugin, beside its own C source compiled natively where it has one (interleaved, median of reps)",
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "plugin", Usage: "plugin to measure besides passthrough (repeatable): stock name or FILE.wasm"},
 					&cli.StringFlag{Name: "depths", Value: "1,4,16,64", Usage: "chain lengths"},

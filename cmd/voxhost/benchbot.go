@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/audiofile"
+	"github.com/voxhost/voxhost/internal/audiofile"
 	"github.com/voxhost/voxhost/internal/botsim"
 )
 

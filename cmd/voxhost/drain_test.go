@@ -32,11 +32,10 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/config"
-	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/app"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 const (
@@ -496,7 +495,7 @@ func (h liveHost) dial(ctx context.Context, query string) (*websocket.Conn, *htt
 }
 
 // startHost serves cfg (the ConfigMap's, plus a pipeline with faulty test
-// plugins so that every metric family has series) through host/app, as
+// plugins so that every metric family has series) through internal/app, as
 // `voxhost serve --addr 127.0.0.1:0` would.
 func startHost(t *testing.T, cfg config.Config) liveHost {
 	t.Helper()
@@ -510,7 +509,7 @@ func startHost(t *testing.T, cfg config.Config) liveHost {
 	if cfg.Pipelines == nil {
 		cfg.Pipelines = map[string]config.Route{}
 	}
-	cfg.Pipelines["faulty"] = config.Route{Inbound: []pipeline.StageSpec{{Plugin: fixture("events")}, {Plugin: fixture("trap")}}}
+	cfg.Pipelines["faulty"] = config.Route{Inbound: []config.Stage{{Plugin: fixture("events")}, {Plugin: fixture("trap")}}}
 	if err := app.Apply(&cfg, app.Overrides{Addr: "127.0.0.1:0", CacheDir: "-", PluginsDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +634,7 @@ func TestManifests(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s: ConfigMap %s has no voxhost.yaml key", cmDoc.file, cm.Metadata.Name)
 	}
-	cfg, err := config.Parse(cmDoc.file+":voxhost.yaml", []byte(cfgText))
+	cfg, err := config.ParseChecked(cmDoc.file+":voxhost.yaml", []byte(cfgText), app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1233,7 +1232,7 @@ func checkDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imgCfg, err := config.Parse(src[1:], data)
+	imgCfg, err := config.ParseChecked(src[1:], data, app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/audiofile"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/audiofile"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // generateCommand writes test audio. Each kind is a subcommand, so its flags

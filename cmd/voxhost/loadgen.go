@@ -12,8 +12,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/loadgen"
 	"github.com/voxhost/voxhost/host/transport"
+	"github.com/voxhost/voxhost/internal/loadgen"
 )
 
 // loadgenProtocols names the protocols loadgen can speak: those registered

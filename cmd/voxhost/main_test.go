@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voxhost/voxhost/host/audiofile"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/audiofile"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // voxhost runs the CLI in-process, as a shell would, with a private cache.
@@ -110,7 +110,7 @@ func TestRunWritesOutputAndReportsCallEndFault(t *testing.T) {
 	if err := audiofile.WritePCM(in, speech, 8000); err != nil {
 		t.Fatal(err)
 	}
-	endTrap := filepath.Join("..", "..", "host", "offline", "testdata", "end_trap.wasm")
+	endTrap := filepath.Join("..", "..", "internal", "offline", "testdata", "end_trap.wasm")
 	err := voxhost(t, "run", "-q", "--events", filepath.Join(dir, "events.jsonl"), "--pipeline", "gain db=0 | "+endTrap, in, out)
 	var exit exitError
 	if err == nil || errors.As(err, &exit) {
@@ -272,7 +272,7 @@ func TestRunSummaryAndStrict(t *testing.T) {
 // which builds a string per frame, passes every short check and fails the
 // soak, out of memory; --json carries the same for CI.
 func TestPluginTestSoaksThePlugin(t *testing.T) {
-	asString := filepath.Join("..", "..", "host", "plugintest", "testdata", "as_string", "as_string.wasm")
+	asString := filepath.Join("..", "..", "internal", "plugintest", "testdata", "as_string", "as_string.wasm")
 	stdout, _, err := voxhostOutput(t, "plugin", "test", "--soak", "1m", asString)
 	var exit exitError
 	if !errors.As(err, &exit) || exit.code != 1 {

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voxhost/voxhost/host/audiofile"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/audiofile"
 	"github.com/voxhost/voxhost/internal/scaffold"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // TestPluginNewEveryLanguage is what a plugin author does, in every

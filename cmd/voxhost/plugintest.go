@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/plugintest"
+	"github.com/voxhost/voxhost/internal/plugintest"
 )
 
 // pluginTestCommand is `voxhost plugin test`.
@@ -22,7 +22,7 @@ func pluginTestCommand() *cli.Command {
    from 1 ms to --max-frame-ms, in fast-forward, and fails a plugin that faults late, whose memory
    grows, or whose emits the host drops. A failed check shows the plugin's log lines under it.
    --config may be given more than once: the checks use the first, the soak runs each.
-   --json prints the report as JSON (schema: go doc github.com/voxhost/voxhost/host/plugintest).`,
+   --json prints the report as JSON (schema: go doc github.com/voxhost/voxhost/internal/plugintest).`,
 		Flags: []cli.Flag{
 			&cli.GenericFlag{Name: "config", Value: &configList{}, Usage: `JSON config, e.g. '{"db":-6}' (repeatable: each is soaked)`},
 			&cli.BoolFlag{Name: "json", Usage: "machine-readable report"},

@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/offline"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/internal/offline"
 )
 
 // exitStrict is the exit status of `voxhost run --strict` when the run

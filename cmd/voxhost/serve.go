@@ -13,8 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/voxhost/voxhost/host/app"
 	"github.com/voxhost/voxhost/host/transport"
+	"github.com/voxhost/voxhost/internal/app"
 )
 
 func serveCommand() *cli.Command {

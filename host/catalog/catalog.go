@@ -9,6 +9,9 @@
 // the new module first, and the caller makes it current only once every
 // pipeline that uses it has been rebuilt. Calls in flight keep the
 // instances they made from the old version.
+//
+// A program that embeds voxhost uses it to build its routes from the stock
+// plugins by name, or from its own modules, as examples/embed does.
 package catalog
 
 import (

@@ -37,7 +37,7 @@ func hexSHA(b []byte) string {
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "admin", "testdata", name+".wasm"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "admin", "testdata", name+".wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,4 +6,7 @@
 // PCM is kept as little-endian bytes, two per sample, rather than []int16:
 // that is the layout the guest sees, so no conversion or copy is needed at the
 // boundary.
+//
+// A program that embeds voxhost names the audio of a bot leg with a Format
+// (Telephony, or ParseFormat's codec and rate) in host/server's Upstream.
 package codec

@@ -9,10 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/preempt"
 )
 
 // Config is the whole configuration of a voxhost server.
@@ -22,8 +18,9 @@ type Config struct {
 	// PluginsDir is searched for NAME.wasm before the stock plugins, so a
 	// deployment can override a stock plugin without rebuilding voxhost.
 	PluginsDir string
-	// CacheDir keeps compiled plugins across restarts: empty means
-	// plugin.DefaultCacheDir, "-" disables the on-disk cache.
+	// CacheDir keeps compiled plugins across restarts: empty means the
+	// runtime's default (plugin.DefaultCacheDir), "-" disables the on-disk
+	// cache.
 	CacheDir string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
@@ -54,7 +51,7 @@ type Config struct {
 	// not browsers, so no cross-site request forgery can ride on them, and
 	// they are always allowed.
 	Origins []string
-	// Console serves the browser console (host/console) on the main
+	// Console serves the browser console on the main
 	// listener too, at /console/, behind auth.tokens; the admin listener
 	// always serves it, behind admin.tokens.
 	Console bool
@@ -177,14 +174,39 @@ type Playout struct {
 // or minutes.
 type PluginLimits struct {
 	// Module caps what a module may declare: bytes, functions, locals,
-	// code, nesting, tables, globals, segments (see preempt.Limits).
-	Module preempt.Limits
+	// code, nesting, tables, globals, segments.
+	Module ModuleLimits
 	// CompileTimeout caps the loading of one module once a compile slot
 	// is free.
 	CompileTimeout time.Duration
 	// InitBudget caps each set-up call of a plugin instance (start
 	// function, _initialize, vox_init, vox_rate), which every call pays.
 	InitBudget time.Duration
+}
+
+// ModuleLimits are the keys of plugin_limits that cap what a module may
+// declare, each the field of the plugin runtime's Limits (plugin.Limits)
+// of the same name, which documents it: the two types have the same
+// fields in the same order, so that internal/app converts one into the other
+// and a field added to one and not the other does not compile. A zero
+// field means the runtime's default; the file cannot set one to 0, which
+// would read as "no module may have any".
+type ModuleLimits struct {
+	ModuleBytes        int
+	Functions          uint32
+	FunctionLocals     uint64
+	ModuleLocals       uint64
+	FunctionBytes      int
+	CodeBytes          int
+	Nesting            int
+	Tables             uint32
+	TableElements      uint64
+	Globals            uint32
+	DataSegments       uint32
+	DataBytes          uint64
+	ElementEntries     uint64
+	BranchTableEntries uint64
+	RewriteFactor      int
 }
 
 // Auth holds the bearer tokens that admit a call.
@@ -256,9 +278,13 @@ const DefaultCPUHighWaterPercent = 85
 // It has no pipelines.
 func Default() Config {
 	return Config{
-		Listen:           ":8080",
-		LogLevel:         "info",
-		MemoryLimitPages: plugin.DefaultMemoryLimitPages,
+		Listen:   ":8080",
+		LogLevel: "info",
+		// The plugin runtime's defaults (plugin.DefaultMemoryLimitPages,
+		// DefaultCompileTimeout, DefaultInitBudget) are written again
+		// below, as the server's are, because config is a leaf;
+		// internal/app's tests compare them.
+		MemoryLimitPages: 256,
 		Limits: Limits{
 			MaxCalls:        1000,
 			MaxMessageBytes: 65536,
@@ -277,44 +303,60 @@ func Default() Config {
 		},
 		Playout: Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond},
 		// httpguard's defaults, written again for the same reason.
-		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
-		PluginLimits: PluginLimits{
-			Module:         preempt.DefaultLimits,
-			CompileTimeout: plugin.DefaultCompileTimeout,
-			InitBudget:     plugin.DefaultInitBudget,
-		},
+		HTTP:         HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
+		PluginLimits: PluginLimits{CompileTimeout: 2 * time.Minute, InitBudget: 50 * time.Millisecond},
 	}
 }
 
 // Load reads the configuration file at path; see Parse.
 func Load(path string) (Config, error) {
+	return LoadChecked(path, nil)
+}
+
+// LoadChecked reads the configuration file at path; see ParseChecked.
+func LoadChecked(path string, ch Checker) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, err
 	}
-	return Parse(path, data)
+	return ParseChecked(path, data, ch)
 }
 
-// Parse decodes a YAML configuration on top of Default and validates it.
-// Unknown keys and values of the wrong type are errors. Name is the file
-// name that starts each error, as in "voxhost.yaml:3:1: unknown key".
+// Parse decodes a YAML configuration on top of Default and validates it
+// as far as config can alone (see Checker for the rest). Unknown keys and
+// values of the wrong type are errors. Name is the file name that starts
+// each error, as in "voxhost.yaml:3:1: unknown key".
 func Parse(name string, data []byte) (Config, error) {
+	return ParseChecked(name, data, nil)
+}
+
+// ParseChecked is Parse that also asks ch about the values only the
+// runtime knows (a nil ch asks nothing), and reports its errors at the
+// file's line as its own.
+func ParseChecked(name string, data []byte, ch Checker) (Config, error) {
 	c := Default()
 	d := newDecoder()
 	if err := d.decode(data, &c); err != nil {
 		return Config{}, d.locate(name, err)
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.ValidateChecked(ch); err != nil {
 		return Config{}, d.locate(name, err)
 	}
 	return c, nil
 }
 
-// Validate checks every value and reports the first problem, prefixed by
-// the key path of the value, e.g. "limits.max_calls: ...". When exactly
-// one pipeline is defined and DefaultPipeline is empty, Validate makes it
-// the default, which is why it takes a pointer.
+// Validate checks every value config can check alone and reports the
+// first problem, prefixed by the key path of the value, e.g.
+// "limits.max_calls: ...". When exactly one pipeline is defined and
+// DefaultPipeline is empty, Validate makes it the default, which is why it
+// takes a pointer.
 func (c *Config) Validate() error {
+	return c.ValidateChecked(nil)
+}
+
+// ValidateChecked is Validate that also asks ch (nil: nothing) about each
+// route's stages and upstream.
+func (c *Config) ValidateChecked(ch Checker) error {
 	if _, err := splitPort(c.Listen); err != nil {
 		return invalid("listen", "%v; write host:port, e.g. \":8080\"", err)
 	}
@@ -390,7 +432,7 @@ func (c *Config) Validate() error {
 			return invalid(fmt.Sprintf("origins[%d]", i), "bad origin pattern %q (want a host pattern such as \"*.example.com\")", p)
 		}
 	}
-	return c.validatePipelines()
+	return c.validatePipelines(ch)
 }
 
 // validateHosts checks Host patterns, at key.
@@ -500,26 +542,8 @@ func (p *Playout) validate() error {
 
 func (l *PluginLimits) validate() error {
 	m := l.Module
-	for _, v := range []struct {
-		key   string
-		value uint64
-	}{
-		{"module_bytes", uint64(m.ModuleBytes)}, {"functions", uint64(m.Functions)},
-		{"function_locals", m.FunctionLocals}, {"module_locals", m.ModuleLocals},
-		{"function_bytes", uint64(m.FunctionBytes)}, {"code_bytes", uint64(m.CodeBytes)},
-		{"nesting", uint64(m.Nesting)}, {"tables", uint64(m.Tables)}, {"table_elements", m.TableElements},
-		{"globals", uint64(m.Globals)}, {"data_segments", uint64(m.DataSegments)},
-		{"data_bytes", m.DataBytes}, {"element_entries", m.ElementEntries},
-		{"branch_table_entries", m.BranchTableEntries}, {"rewrite_factor", uint64(m.RewriteFactor)},
-	} {
-		// Zero would read as "no module may have any", which is never
-		// meant: a plugin needs a function and code.
-		if v.value == 0 {
-			return invalid("plugin_limits."+v.key, "must be at least 1")
-		}
-	}
 	switch {
-	case m.ModuleBytes < 8:
+	case m.ModuleBytes != 0 && m.ModuleBytes < 8:
 		return invalid("plugin_limits.module_bytes", "must be at least 8 (a module's header), got %d", m.ModuleBytes)
 	case l.CompileTimeout <= 0:
 		return invalid("plugin_limits.compile_timeout", "must be positive, got %v", l.CompileTimeout)
@@ -529,7 +553,7 @@ func (l *PluginLimits) validate() error {
 	return nil
 }
 
-func (c *Config) validatePipelines() error {
+func (c *Config) validatePipelines(ch Checker) error {
 	names := slices.Sorted(maps.Keys(c.Pipelines))
 	switch {
 	case c.DefaultPipeline != "":
@@ -547,7 +571,7 @@ func (c *Config) validatePipelines() error {
 			return invalid(at, "pipeline name is empty")
 		}
 		r := c.Pipelines[name]
-		if err := r.validate(at); err != nil {
+		if err := r.validate(at, ch); err != nil {
 			return err
 		}
 	}
@@ -556,18 +580,18 @@ func (c *Config) validatePipelines() error {
 
 // validateStages checks the stages of one direction of a route, at is
 // their key path.
-func validateStages(at string, stages []pipeline.StageSpec) error {
+func validateStages(at string, stages []Stage, ch Checker) error {
 	for i, st := range stages {
 		at := fmt.Sprintf("%s[%d]", at, i)
 		if strings.TrimSpace(st.Plugin) == "" {
 			return invalid(at+".plugin", "missing; name a stock plugin, a NAME.wasm in plugins_dir or a path to a .wasm file")
 		}
-		if _, err := pipeline.ParsePolicy(st.OnError); err != nil {
-			return invalid(at+".on_error", "%v", err)
+		if st.BudgetMs < 0 {
+			return invalid(at+".budget_ms", "must be positive, got %d", st.BudgetMs)
 		}
-		if st.BudgetMs != 0 {
-			if err := pipeline.CheckBudgetMs(st.BudgetMs); err != nil {
-				return invalid(at+".budget_ms", "%v", err)
+		if ch != nil {
+			if key, err := ch.CheckStage(st); err != nil {
+				return checked(at, key, err)
 			}
 		}
 	}

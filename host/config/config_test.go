@@ -9,11 +9,13 @@ import (
 
 	"github.com/voxhost/voxhost/host/config"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/internal/app"
 )
 
 func TestLoadExample(t *testing.T) {
-	c, err := config.Load("../../examples/voxhost.yaml")
+	// As voxhost serve loads it: with the runtime's checks too.
+	c, err := config.LoadChecked("../../examples/voxhost.yaml", app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestLoadExample(t *testing.T) {
 			FrameDeadline:       20 * time.Millisecond,
 		},
 		PluginLimits: config.PluginLimits{
-			Module:         preempt.DefaultLimits,
+			Module:         exampleModuleLimits(),
 			CompileTimeout: 2 * time.Minute,
 			InitBudget:     50 * time.Millisecond,
 		},
@@ -63,13 +65,25 @@ func TestLoadExample(t *testing.T) {
 	assertStages(t, pipelines["loud"].Inbound, "gain db=6")
 }
 
+// exampleModuleLimits are the module limits of examples/voxhost.yaml: the
+// runtime's defaults written out, but for the two it leaves to them.
+func exampleModuleLimits() config.ModuleLimits {
+	m := config.ModuleLimits(plugin.DefaultLimits)
+	m.BranchTableEntries, m.RewriteFactor = 0, 0
+	return m
+}
+
 // assertStages compares stages with an inline spec by their JSON config,
 // because YAML and the inline syntax type the same number differently.
-func assertStages(t *testing.T, got []pipeline.StageSpec, spec string) {
+func assertStages(t *testing.T, stages []config.Stage, spec string) {
 	t.Helper()
 	want, err := pipeline.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	got := make([]pipeline.StageSpec, len(stages))
+	for i, st := range stages {
+		got[i] = pipeline.StageSpec(st)
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%q: got %d stages, want %d", spec, len(got), len(want))
@@ -344,7 +358,7 @@ func TestHardenedConfigLoads(t *testing.T) {
 	if !ok {
 		t.Fatal("the hardened config has no yaml block")
 	}
-	c, err := config.Parse("DEPLOY.md", []byte(block))
+	c, err := config.ParseChecked("DEPLOY.md", []byte(block), app.Checker{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
-
-	"github.com/voxhost/voxhost/host/pipeline"
 )
 
 // The file is decoded by walking goccy/go-yaml's syntax tree rather than
@@ -95,21 +93,21 @@ func configFields(c *Config) map[string]field {
 			"send_ahead": duration(&c.Playout.SendAhead),
 		}),
 		"plugin_limits": mapping(map[string]field{
-			"module_bytes":         integer(&c.PluginLimits.Module.ModuleBytes),
-			"functions":            integer(&c.PluginLimits.Module.Functions),
-			"function_locals":      integer(&c.PluginLimits.Module.FunctionLocals),
-			"module_locals":        integer(&c.PluginLimits.Module.ModuleLocals),
-			"function_bytes":       integer(&c.PluginLimits.Module.FunctionBytes),
-			"code_bytes":           integer(&c.PluginLimits.Module.CodeBytes),
-			"nesting":              integer(&c.PluginLimits.Module.Nesting),
-			"tables":               integer(&c.PluginLimits.Module.Tables),
-			"table_elements":       integer(&c.PluginLimits.Module.TableElements),
-			"globals":              integer(&c.PluginLimits.Module.Globals),
-			"data_segments":        integer(&c.PluginLimits.Module.DataSegments),
-			"data_bytes":           integer(&c.PluginLimits.Module.DataBytes),
-			"element_entries":      integer(&c.PluginLimits.Module.ElementEntries),
-			"branch_table_entries": integer(&c.PluginLimits.Module.BranchTableEntries),
-			"rewrite_factor":       integer(&c.PluginLimits.Module.RewriteFactor),
+			"module_bytes":         atLeastOne(&c.PluginLimits.Module.ModuleBytes),
+			"functions":            atLeastOne(&c.PluginLimits.Module.Functions),
+			"function_locals":      atLeastOne(&c.PluginLimits.Module.FunctionLocals),
+			"module_locals":        atLeastOne(&c.PluginLimits.Module.ModuleLocals),
+			"function_bytes":       atLeastOne(&c.PluginLimits.Module.FunctionBytes),
+			"code_bytes":           atLeastOne(&c.PluginLimits.Module.CodeBytes),
+			"nesting":              atLeastOne(&c.PluginLimits.Module.Nesting),
+			"tables":               atLeastOne(&c.PluginLimits.Module.Tables),
+			"table_elements":       atLeastOne(&c.PluginLimits.Module.TableElements),
+			"globals":              atLeastOne(&c.PluginLimits.Module.Globals),
+			"data_segments":        atLeastOne(&c.PluginLimits.Module.DataSegments),
+			"data_bytes":           atLeastOne(&c.PluginLimits.Module.DataBytes),
+			"element_entries":      atLeastOne(&c.PluginLimits.Module.ElementEntries),
+			"branch_table_entries": atLeastOne(&c.PluginLimits.Module.BranchTableEntries),
+			"rewrite_factor":       atLeastOne(&c.PluginLimits.Module.RewriteFactor),
 			"compile_timeout":      duration(&c.PluginLimits.CompileTimeout),
 			"init_budget":          duration(&c.PluginLimits.InitBudget),
 		}),
@@ -143,24 +141,12 @@ func configFields(c *Config) map[string]field {
 	}
 }
 
-func stageFields(st *pipeline.StageSpec) map[string]field {
+func stageFields(st *Stage) map[string]field {
 	return map[string]field{
 		"plugin":    str(&st.Plugin),
 		"config":    object(&st.Config),
 		"on_error":  str(&st.OnError),
-		"budget_ms": budgetMs(&st.BudgetMs),
-	}
-}
-
-// budgetMs decodes a stage's budget_ms. Zero is refused here, where it can
-// be told from a key left out: it would read as "no budget" but mean the
-// default.
-func budgetMs(dst *int) field {
-	return func(d *decoder, n ast.Node, path string) error {
-		if err := integer(dst)(d, n, path); err != nil {
-			return err
-		}
-		return pipeline.CheckBudgetMs(*dst)
+		"budget_ms": positive(integer(&st.BudgetMs), &st.BudgetMs),
 	}
 }
 
@@ -321,6 +307,7 @@ func route(r *Route) field {
 				"outbound":   stageList(&r.Outbound),
 				"upstream":   upstream(&r.Upstream),
 				"over_quota": str(&r.OverQuota),
+				"recording":  recording(&r.Recording),
 			})(d, n, path)
 		case *ast.SequenceNode, *ast.NullNode:
 			r.listed = true
@@ -341,22 +328,38 @@ func upstream(dst **Upstream) field {
 			"rate":            integer(&u.Rate),
 			"headers":         mapOf(&u.Headers, secret),
 			"options":         mapOf(&u.Options, str),
-			"connect_timeout": positiveDuration(&u.ConnectTimeout),
+			"connect_timeout": positive(duration(&u.ConnectTimeout), &u.ConnectTimeout),
 			"on_failure":      str(&u.OnFailure),
 		})(d, n, path)
 	}
 }
 
-// positiveDuration decodes a duration that must be positive. Zero is
-// refused here, where it can be told from a key left out: it would read as
-// "no time at all" but mean the default.
-func positiveDuration(dst *time.Duration) field {
+// positive decodes a value with f, then refuses one that is not
+// positive. Zero is refused here, where it can be told from a key left
+// out: it would read as "none" (no time at all, no budget) but mean the
+// default.
+func positive[T int | time.Duration](f field, dst *T) field {
 	return func(d *decoder, n ast.Node, path string) error {
-		if err := duration(dst)(d, n, path); err != nil {
+		if err := f(d, n, path); err != nil {
 			return err
 		}
 		if *dst <= 0 {
 			return fmt.Errorf("must be positive, got %v", *dst)
+		}
+		return nil
+	}
+}
+
+// atLeastOne decodes a module limit, which the file cannot set to 0:
+// that would read as "no module may have any" (a plugin needs a function
+// and code) but mean the runtime's default.
+func atLeastOne[T int | uint32 | uint64](dst *T) field {
+	return func(d *decoder, n ast.Node, path string) error {
+		if err := integer(dst)(d, n, path); err != nil {
+			return err
+		}
+		if *dst == 0 {
+			return errors.New("must be at least 1")
 		}
 		return nil
 	}
@@ -380,7 +383,7 @@ func secret(dst *Secret) field {
 	}
 }
 
-func stageList(dst *[]pipeline.StageSpec) field {
+func stageList(dst *[]Stage) field {
 	return func(d *decoder, n ast.Node, path string) error {
 		if n.Type() == ast.NullType {
 			// "main:" with nothing under it is an empty pipeline, which
@@ -391,7 +394,7 @@ func stageList(dst *[]pipeline.StageSpec) field {
 			if _, ok := n.(*ast.MappingNode); !ok {
 				return want("a stage such as {plugin: gain}", n)
 			}
-			var st pipeline.StageSpec
+			var st Stage
 			if err := mapping(stageFields(&st))(d, n, path); err != nil {
 				return err
 			}

@@ -9,10 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/transport"
 )
 
 // Route is one entry of pipelines: what a call that asks for it runs. A
@@ -22,16 +18,18 @@ import (
 // Inbound and then Outbound.
 type Route struct {
 	// Inbound are the stages the caller's audio runs through; at least one.
-	Inbound []pipeline.StageSpec
+	Inbound []Stage
 	// Outbound are the stages of what the caller hears; none passes it on
 	// unchanged.
-	Outbound []pipeline.StageSpec
+	Outbound []Stage
 	// Upstream is the bot calls are relayed to; nil makes an echo.
 	Upstream *Upstream
 	// OverQuota is what happens to a call whose plugins use more than
 	// limits.call_cpu_share of a core: OverQuotaBypass (also "") or
 	// OverQuotaEndCall.
 	OverQuota string
+	// Recording records the route's calls; nil records nothing.
+	Recording *Recording
 
 	// listed says the file wrote the route as a bare list of stages, so
 	// that errors name them as it does: pipelines.NAME[i], not
@@ -39,18 +37,36 @@ type Route struct {
 	listed bool
 }
 
+// Stage is one stage of a route's pipeline, as the file writes it. It has
+// the fields of host/pipeline's StageSpec, in the same order, which
+// documents them and which internal/app converts it into.
+type Stage struct {
+	// Plugin names a stock plugin, a NAME.wasm in plugins_dir or a path
+	// to a .wasm file.
+	Plugin string
+	// Config is the plugin's configuration object, as vox_init receives
+	// it in JSON.
+	Config map[string]any
+	// OnError is the stage's failure policy: "bypass" (also "") or
+	// "end_call".
+	OnError string
+	// BudgetMs caps each call into the plugin, in milliseconds; 0 means
+	// the host's default.
+	BudgetMs int
+}
+
 // Upstream is the bot leg of a route: where voxhost dials and how it speaks
 // to the bot.
 type Upstream struct {
 	// URL is a ws:// or wss:// URL template; {call_id}, {stream_id},
 	// {account_id}, {route} and {param.NAME} are filled in for each call
-	// (transport.CheckURLTemplate).
+	// (host/transport's CheckURLTemplate).
 	URL string
-	// Protocol names the dialect spoken to the bot, one of
-	// transport.DialectNames().
+	// Protocol names the dialect spoken to the bot, one of host/transport's
+	// DialectNames.
 	Protocol string
-	// Codec and Rate are the bot leg's audio as codec.ParseFormat reads
-	// them; empty and 0 mean μ-law and the codec's own rate.
+	// Codec and Rate are the bot leg's audio as host/codec's ParseFormat
+	// reads them; empty and 0 mean μ-law and the codec's own rate.
 	Codec string
 	Rate  int
 	// Headers are sent with the dial, by name as the file spells it. The
@@ -58,7 +74,8 @@ type Upstream struct {
 	// is loaded (Parse): credentials need not be written into it. Every
 	// value is a Secret, whether or not it came from the environment.
 	Headers map[string]Secret
-	// Options are the dialect's own settings (transport.CheckOptions).
+	// Options are the dialect's own settings (host/transport's
+	// CheckOptions).
 	Options map[string]string
 	// ConnectTimeout caps the dial and the WebSocket handshake; 0 means
 	// the server's default.
@@ -86,16 +103,6 @@ const (
 	OnFailureEcho = "echo"
 )
 
-// Dialect looks the upstream's protocol up among the registered dialects.
-func (u *Upstream) Dialect() (transport.Dialect, error) {
-	return transport.LookupDialect(u.Protocol)
-}
-
-// Format is the bot leg's audio, from Codec and Rate.
-func (u *Upstream) Format() (codec.Format, error) {
-	return codec.ParseFormat(u.Codec, u.Rate)
-}
-
 // Secret is a value that must not be shown: an upstream header, which
 // carries credentials. It prints, logs and marshals as "[redacted]", so that
 // no %v of a Config, log line or JSON answer can leak it; Reveal returns
@@ -122,8 +129,9 @@ func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
 // MarshalText hides the value from encoding/json and other encoders.
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
-// validate checks the route at key path at.
-func (r *Route) validate(at string) error {
+// validate checks the route at key path at, asking ch (nil: nothing)
+// about its stages and upstream.
+func (r *Route) validate(at string, ch Checker) error {
 	in := at + ".inbound"
 	if r.listed {
 		in = at
@@ -139,52 +147,34 @@ func (r *Route) validate(at string) error {
 	default:
 		return invalid(at+".over_quota", "unknown over_quota policy %q (want %s or %s)", r.OverQuota, OverQuotaBypass, OverQuotaEndCall)
 	}
-	if err := validateStages(in, r.Inbound); err != nil {
+	if err := validateStages(in, r.Inbound, ch); err != nil {
 		return err
 	}
-	if err := validateStages(at+".outbound", r.Outbound); err != nil {
+	if err := validateStages(at+".outbound", r.Outbound, ch); err != nil {
 		return err
+	}
+	if r.Recording != nil {
+		if err := r.Recording.validate(at + ".recording"); err != nil {
+			return err
+		}
 	}
 	if r.Upstream != nil {
-		return r.Upstream.validate(at + ".upstream")
+		return r.Upstream.validate(at+".upstream", ch)
 	}
 	return nil
 }
 
-// validate checks the upstream at key path at. Its errors name headers but
-// never show their values.
-func (u *Upstream) validate(at string) error {
+// validate checks the upstream at key path at, asking ch (nil: nothing)
+// about the URL template, the protocol, the audio format and the options.
+// Its errors name headers but never show their values.
+func (u *Upstream) validate(at string, ch Checker) error {
 	if u.URL == "" {
 		return invalid(at+".url", "missing; give the bot's ws:// or wss:// URL")
 	}
-	if err := transport.CheckURLTemplate(u.URL); err != nil {
-		return invalid(at+".url", "%v", err)
-	}
-	if u.Protocol == "" {
-		return invalid(at+".protocol", "missing; name one of: %s", strings.Join(transport.DialectNames(), ", "))
-	}
-	d, err := u.Dialect()
-	if err != nil {
-		return invalid(at+".protocol", "%v", err)
-	}
-	// The codec alone first, so that an unknown codec is not blamed on
-	// the rate.
-	if _, err := codec.ParseFormat(u.Codec, 0); err != nil {
-		return invalid(at+".codec", "%v", err)
-	}
-	f, err := u.Format()
-	if err != nil {
-		return invalid(at+".rate", "%v", err)
-	}
-	if err := d.CheckFormat(f); err != nil {
-		key := ".codec"
-		if u.Rate != 0 {
-			key = ".rate"
+	if ch != nil {
+		if key, err := ch.CheckUpstream(u); err != nil {
+			return checked(at, key, err)
 		}
-		return invalid(at+key, "protocol %s cannot carry %s: %v", d.Name(), f, err)
-	}
-	if err := transport.CheckOptions(d, u.Options); err != nil {
-		return invalid(at+".options", "%v", err)
 	}
 	if err := checkHeaders(at+".headers", u.Headers); err != nil {
 		return err

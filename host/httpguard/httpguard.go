@@ -5,8 +5,10 @@
 // against the listener's names (DNS rebinding), and the refusal of
 // cross-origin state changes (a web page posting to a loopback port).
 //
-// It is a leaf: the server and the app assemble it, the config package
-// only parses the values.
+// It is a leaf: the server and voxhost serve (internal/app) assemble it,
+// the config package only parses the values. A program that embeds
+// voxhost sets host/server's Options.HTTP with its Limits, and may put
+// Hosts and SameOrigin in front of handlers of its own.
 package httpguard
 
 import (

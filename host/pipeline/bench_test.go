@@ -11,7 +11,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 var depths = []int{1, 4, 16, 64}

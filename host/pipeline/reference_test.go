@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // refsub subtracts its reference from the frame: with the frame itself as

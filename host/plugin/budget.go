@@ -8,11 +8,11 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/voxhost/voxhost/host/preempt"
-	"github.com/voxhost/voxhost/host/sched"
+	"github.com/voxhost/voxhost/internal/preempt"
+	"github.com/voxhost/voxhost/internal/sched"
 )
 
-// Budgets. Every module is instrumented at load time (host/preempt): each
+// Budgets. Every module is instrumented at load time (internal/preempt): each
 // loop and each function that makes calls starts by subtracting its size
 // from a fuel counter, and calls the host function below, the tick, when
 // the fuel runs out: every 15 µs to a millisecond of plugin code (see

@@ -16,7 +16,7 @@ import (
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 	"github.com/voxhost/voxhost/plugins"
 )
 

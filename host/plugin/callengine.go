@@ -1,16 +1,14 @@
 package plugin
 
 import (
-	"reflect"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // Every api.Function handle of wazero's compiler is a call engine with a
@@ -24,6 +22,13 @@ import (
 // call engine"): the kept handles of a pipeline share one MachineStack of
 // keptStackBytes, and set-up handles are pooled per plugin and bound to
 // the instance that borrows one.
+//
+// Both go through callEngine, the one seam between this package and the
+// inside of wazero's handles. rewritingEngine (callengine_rewrite.go, the
+// only code that touches wazero's private fields) makes them when the
+// handle's type has the layout it was written against; plainEngine, which
+// Options.PlainCallEngine selects and which is what rewritingEngine does
+// for a handle of any other layout, leaves every handle as wazero made it.
 
 // keptStackBytes is the size of a MachineStack: the stock
 // plugins' vox_process needs at most 1.5 KiB (vad's SIMD filter bank;
@@ -31,68 +36,30 @@ import (
 // first deep frame, as wazero grows any stack.
 const keptStackBytes = 2048
 
-// engineLayout is where, inside wazero's compiler call engine (the dynamic
-// type behind its api.Function), the words this file rewrites live: the
-// machine stack, its 16-byte aligned top, the execution context's pointer
-// to its bottom (compiled code compares the stack pointer against it before
-// it calls deeper) and the module instance the handle runs in (its
-// moduleEngine: memory, globals, tables; the compiled code and everything
-// else a handle holds belong to the compiled module, shared by instances).
-type engineLayout struct {
-	typ                             reflect.Type
-	stack, stackTop, bottom, parent uintptr
-	ok                              bool
+// callEngine is everything the host does to a wazero function handle
+// besides calling it. Each method may decline, and a handle it declined is
+// used as wazero made it: that costs memory, never correctness.
+type callEngine interface {
+	// shareStack makes s fn's machine stack, the way wazero's own stack
+	// growth replaces it, and says whether it did. fn must not be
+	// running.
+	shareStack(fn api.Function, s *MachineStack) bool
+	// home is the module instance fn runs in, or nil when the engine
+	// cannot rebind handles: then set-up handles are made for each use
+	// rather than pooled.
+	home(fn api.Function) unsafe.Pointer
+	// bind binds fn, whose home was not nil, to the module instance home
+	// (nil: to none, so that a pooled handle does not keep a closed
+	// instance alive).
+	bind(fn api.Function, home unsafe.Pointer)
 }
 
-// lastLayout caches the layout of the one engine type a runtime uses.
-var lastLayout atomic.Pointer[engineLayout]
+// plainEngine leaves every handle as wazero made it.
+type plainEngine struct{}
 
-// layoutOf finds the fields in t, or reports ok false when t is not the
-// call engine this was written against (the interpreter, or a wazero whose
-// call engine changed): then no handle is touched, and the tests of
-// callengine_test.go fail, so an upgrade that moves these fields is noticed
-// rather than silently costing the memory again.
-func layoutOf(t reflect.Type) *engineLayout {
-	if l := lastLayout.Load(); l != nil && l.typ == t {
-		return l
-	}
-	l := &engineLayout{typ: t}
-	lastLayout.Store(l)
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return l
-	}
-	s := t.Elem()
-	stack, ok1 := s.FieldByName("stack")
-	top, ok2 := s.FieldByName("stackTop")
-	ctx, ok3 := s.FieldByName("execCtx")
-	parent, ok4 := s.FieldByName("parent")
-	if !ok1 || !ok2 || !ok3 || !ok4 || stack.Type != reflect.TypeOf([]byte(nil)) ||
-		top.Type.Kind() != reflect.Uintptr || ctx.Type.Kind() != reflect.Struct ||
-		parent.Type.Kind() != reflect.Pointer || parent.Type.Elem().Name() != "moduleEngine" {
-		return l
-	}
-	bottom, ok := ctx.Type.FieldByName("stackBottomPtr")
-	if !ok || bottom.Type != reflect.TypeOf((*byte)(nil)) {
-		return l
-	}
-	l.stack, l.stackTop, l.bottom, l.parent = stack.Offset, top.Offset, ctx.Offset+bottom.Offset, parent.Offset
-	l.ok = true
-	return l
-}
-
-// engineOf is fn's call engine and its layout, or nil when the layout is
-// unknown.
-func engineOf(fn api.Function) (unsafe.Pointer, *engineLayout) {
-	if fn == nil {
-		return nil, nil
-	}
-	v := reflect.ValueOf(fn)
-	l := layoutOf(v.Type())
-	if !l.ok || v.IsNil() {
-		return nil, nil
-	}
-	return v.UnsafePointer(), l
-}
+func (plainEngine) shareStack(api.Function, *MachineStack) bool { return false }
+func (plainEngine) home(api.Function) unsafe.Pointer            { return nil }
+func (plainEngine) bind(api.Function, unsafe.Pointer)           {}
 
 // MachineStack is a machine stack that kept vox_process handles run on
 // (InstanceConfig.Stack). Handles that share one must never run at the
@@ -104,43 +71,23 @@ type MachineStack struct{ buf []byte }
 // NewMachineStack makes a stack of keptStackBytes.
 func NewMachineStack() *MachineStack { return &MachineStack{buf: make([]byte, keptStackBytes)} }
 
-// give makes s fn's machine stack instead of the one wazero made, the way
-// wazero's own stack growth replaces it (the slice, its aligned top, its
-// bottom). fn must not be running.
-func (s *MachineStack) give(fn api.Function) {
-	base, l := engineOf(fn)
-	if base == nil {
+// shareStack gives the instance's vox_process handle stack, or one of its
+// own when stack is nil. A runtime whose engine rewrites handles but finds
+// one it cannot (a wazero whose call engine changed) says so once, since
+// every call then costs the memory again.
+func (in *Instance) shareStack(stack *MachineStack) {
+	rt := in.plugin.rt
+	if _, plain := rt.engine.(plainEngine); plain {
 		return
 	}
-	*(*[]byte)(unsafe.Add(base, l.stack)) = s.buf
-	*(*uintptr)(unsafe.Add(base, l.stackTop)) = uintptr(unsafe.Pointer(&s.buf[len(s.buf)-1])) &^ 15
-	*(**byte)(unsafe.Add(base, l.bottom)) = &s.buf[0]
-}
-
-// stackBytes is the length of fn's machine stack, or 0 when its engine's
-// layout is unknown.
-func stackBytes(fn api.Function) int {
-	base, l := engineOf(fn)
-	if base == nil {
-		return 0
+	if stack == nil {
+		stack = NewMachineStack()
 	}
-	return len(*(*[]byte)(unsafe.Add(base, l.stack)))
-}
-
-// parentOf is the module instance fn runs in, or nil.
-func parentOf(fn api.Function) unsafe.Pointer {
-	base, l := engineOf(fn)
-	if base == nil {
-		return nil
+	if !rt.engine.shareStack(in.process, stack) {
+		rt.layoutWarning.Do(func() {
+			rt.logger.Warn("wazero's call engine does not have the layout voxhost rewrites (a wazero upgrade?): plugin handles keep the stacks wazero makes, about 10 KiB more per plugin of each call, and set-up handles are not pooled; see RATIONALE.md, \"The call engine\"")
+		})
 	}
-	return *(*unsafe.Pointer)(unsafe.Add(base, l.parent))
-}
-
-// setParent binds fn to the module instance parent (nil: to none, so a
-// pooled handle does not keep a closed instance alive).
-func setParent(fn api.Function, parent unsafe.Pointer) {
-	base, l := engineOf(fn)
-	*(*unsafe.Pointer)(unsafe.Add(base, l.parent)) = parent
 }
 
 // setupExports are the exports an instance calls a few times in its life,
@@ -175,12 +122,13 @@ func CollectIdle() {
 // joins the pool after it returned normally. A handle that trapped or was
 // stopped is dropped, so a pooled handle has always returned cleanly.
 func (in *Instance) callExport(name string) error {
-	home := parentOf(in.process)
+	engine := in.plugin.rt.engine
+	home := engine.home(in.process)
 	pool := in.plugin.handles[name]
 	var fn api.Function
 	if pool != nil && home != nil {
 		if pooled, _ := pool.Get().(api.Function); pooled != nil {
-			setParent(pooled, home)
+			engine.bind(pooled, home)
 			fn = pooled
 		}
 	}
@@ -191,8 +139,8 @@ func (in *Instance) callExport(name string) error {
 	// Only a handle of this module's own code is bound to this instance
 	// (an export of an imported function would run in another), so only
 	// such a handle can be bound to the next one.
-	if err == nil && pool != nil && home != nil && parentOf(fn) == home {
-		setParent(fn, nil)
+	if err == nil && pool != nil && home != nil && engine.home(fn) == home {
+		engine.bind(fn, nil)
 		pool.Put(fn)
 	}
 	return err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +18,8 @@ import (
 
 // TestCallStackShrinks: the kept vox_process handle starts with the small
 // machine stack, not wazero's 10 KiB one. It fails when a wazero upgrade
-// moves the call engine's stack fields, which shrinkStack then leaves alone.
+// moves the call engine's stack fields, which rewritingEngine then leaves
+// alone.
 func TestCallStackShrinks(t *testing.T) {
 	in, err := load(t, newRuntime(t), "deep_call").Instantiate(context.Background(), plugin.InstanceConfig{Logger: quiet})
 	if err != nil {
@@ -24,15 +27,11 @@ func TestCallStackShrinks(t *testing.T) {
 	}
 	defer in.Close(context.Background())
 	if got := plugin.ProcessStackBytes(in); got != plugin.KeptStackBytes {
-		t.Fatalf("vox_process's machine stack is %d bytes, want %d: wazero's call engine no longer has the fields shrinkStack rewrites", got, plugin.KeptStackBytes)
+		t.Fatalf("vox_process's machine stack is %d bytes, want %d: wazero's call engine no longer has the fields rewritingEngine rewrites", got, plugin.KeptStackBytes)
 	}
-	// 4,000 nested calls need far more than the kept stack: it grows, and
-	// every frame on it survives the move (the guest checks its result).
-	for frame := 0; frame < 3; frame++ {
-		if n, err := in.Process(160); err != nil || n != 160 {
-			t.Fatalf("frame %d: Process = %d, %v", frame, n, err)
-		}
-	}
+	// The recursion grows the stack, and every frame on it survives the
+	// move.
+	recurseDeep(t, in)
 	if got := plugin.ProcessStackBytes(in); got <= plugin.KeptStackBytes {
 		t.Fatalf("after a 4,000-deep recursion the stack is still %d bytes", got)
 	}
@@ -104,12 +103,19 @@ func speechLike(buf []byte, rate, frame int, rng *rand.Rand) {
 
 // TestPooledSetUpHandlesRunInTheirOwnInstance: set-up handles are shared
 // by every instance of a plugin, one at a time; each call to one must run
-// in the instance that borrowed it. Forty gain instances set up one after
-// the other, each with its own gain (vox_init writes it into that
-// instance's memory through a pooled handle), then all live at once: each
-// must apply its own gain, as gain.c's formula computes it.
+// in the instance that borrowed it.
 func TestPooledSetUpHandlesRunInTheirOwnInstance(t *testing.T) {
-	p := loadStock(t, newRuntime(t), "gain")
+	eachAppliesItsOwnGain(t, newRuntime(t))
+}
+
+// eachAppliesItsOwnGain sets up forty gain instances one after the other,
+// each with its own gain (vox_init writes it into that instance's memory,
+// through a pooled handle where the runtime pools them), then has all of
+// them, live at once, process a sample: each must apply its own gain, as
+// gain.c's formula computes it.
+func eachAppliesItsOwnGain(t *testing.T, rt *plugin.Runtime) {
+	t.Helper()
+	p := loadStock(t, rt, "gain")
 	var instances []*plugin.Instance
 	for i := 0; i < 40; i++ {
 		in, err := p.Instantiate(context.Background(), plugin.InstanceConfig{Config: []byte(fmt.Sprintf(`{"db":%d}`, i-20)), Logger: quiet})
@@ -133,6 +139,67 @@ func TestPooledSetUpHandlesRunInTheirOwnInstance(t *testing.T) {
 		if got := int16(binary.LittleEndian.Uint16(buf)); got != want {
 			t.Errorf("instance %d (%d dB): 1000 became %d, want %d", i, i-20, got, want)
 		}
+	}
+}
+
+// recurseDeep runs deep_call's 4,000 nested calls for three frames, which
+// need far more than the kept stack (the guest checks its result).
+func recurseDeep(t *testing.T, in *plugin.Instance) {
+	t.Helper()
+	for frame := 0; frame < 3; frame++ {
+		if n, err := in.Process(160); err != nil || n != 160 {
+			t.Fatalf("frame %d: Process = %d, %v", frame, n, err)
+		}
+	}
+}
+
+// deepCall checks NewRuntime's err, and gives rt and an instance of
+// deep_call to the test's cleanup.
+func deepCall(t *testing.T, rt *plugin.Runtime, err error) *plugin.Instance {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	in, err := load(t, rt, "deep_call").Instantiate(context.Background(), plugin.InstanceConfig{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(context.Background()) })
+	return in
+}
+
+// TestPlainCallEngine: with Options.PlainCallEngine the host leaves
+// wazero's handles alone, and plugins run as they do with the rewritten
+// ones: vox_process keeps the stack wazero made, grows it for a deep
+// recursion, and set-up handles made for each use run in their instance.
+func TestPlainCallEngine(t *testing.T) {
+	rt, err := plugin.NewRuntime(context.Background(), plugin.Options{CacheDir: "-", PlainCallEngine: true})
+	in := deepCall(t, rt, err)
+	if got := plugin.ProcessStackBytes(in); got <= plugin.KeptStackBytes {
+		t.Fatalf("vox_process's machine stack is %d bytes: the plain engine shared the kept one", got)
+	}
+	recurseDeep(t, in)
+	eachAppliesItsOwnGain(t, rt)
+}
+
+// TestCallEngineFallsBackOnAnotherLayout: a handle whose type is not the
+// compiler call engine the host rewrites (here the interpreter's, as a
+// wazero whose engine changed would have) is left alone, with one warning,
+// and plugins are set up and run as with the plain engine.
+func TestCallEngineFallsBackOnAnotherLayout(t *testing.T) {
+	var logged strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	rt, err := plugin.NewInterpreterRuntime(context.Background(), plugin.Options{CacheDir: "-", Logger: logger})
+	in := deepCall(t, rt, err)
+	if got := plugin.ProcessStackBytes(in); got != 0 {
+		t.Fatalf("the interpreter's handle reads as a compiler call engine with a %d-byte stack", got)
+	}
+	// (The interpreter's own call depth is too small for deep_call's
+	// recursion, which TestPlainCallEngine runs on handles left alone.)
+	eachAppliesItsOwnGain(t, rt)
+	if n := strings.Count(logged.String(), "does not have the layout voxhost rewrites"); n != 1 {
+		t.Errorf("warned %d times, want once:\n%s", n, logged.String())
 	}
 }
 

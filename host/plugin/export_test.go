@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/voxhost/voxhost/host/sched"
+	"github.com/voxhost/voxhost/internal/sched"
 )
 
 // NewRuntimeEnforcing is NewRuntime with budgets enforced ("fuel", what
@@ -31,3 +31,11 @@ const KeptStackBytes = keptStackBytes
 // ProcessStackBytes is the length of in's vox_process machine stack, 0
 // when the engine's layout is unknown.
 func ProcessStackBytes(in *Instance) int { return stackBytes(in.process) }
+
+// NewInterpreterRuntime is NewRuntime with plugins run by wazero's
+// interpreter, whose function handles are not the compiler call engine
+// rewritingEngine knows: the test of its fallback.
+func NewInterpreterRuntime(ctx context.Context, opts Options) (*Runtime, error) {
+	opts.interpreter = true
+	return NewRuntime(ctx, opts)
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // DefaultMaxFrameMs is the longest frame an instance is sized for.
@@ -226,10 +226,7 @@ func (p *Plugin) instantiate(ctx context.Context, budget time.Duration, logger *
 	in.mod = mod
 	in.mem = mod.Memory()
 	in.process = mod.ExportedFunction(abi.ExportProcess)
-	if stack == nil {
-		stack = NewMachineStack()
-	}
-	stack.give(in.process)
+	in.shareStack(stack)
 	if p.hasStart {
 		if err := in.callExport(preempt.ExportStart); err != nil {
 			_ = in.Close(ctx)

@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 // DefaultMemoryLimitPages caps each instance's memory at 16 MiB.
@@ -37,11 +37,25 @@ const DefaultInitBudget = 50 * time.Millisecond
 
 // DefaultCompileTimeout is how long loading one module (validation,
 // instrumentation, compilation) may take once it has a compile slot: a
-// backstop, since preempt.Limits already bound what a module can make the
+// backstop, since Limits already bound what a module can make the
 // compiler do. The largest plugin of this repository, a 2 MB Go guest,
 // compiles in about 0.6 s here, but in 12 s under the race detector and
 // in over 30 s when tests load it on a busy machine.
 const DefaultCompileTimeout = 2 * time.Minute
+
+// Limits caps what a module may make the host spend before it runs: each
+// count is read from the module's sections before wazero sees them, and a
+// module over any of them is refused with an error that names the limit
+// (plugin_limits.NAME) and the value. A zero field means the default of
+// DefaultLimits. The rewriter that enforces them is internal/preempt,
+// whose type this is.
+type Limits = preempt.Limits
+
+// DefaultLimits are about ten times what the largest plugin of this
+// repository needs (a Go guest), and small enough that compiling and
+// instantiating a module at every limit at once stays within a few hundred
+// megabytes and seconds.
+var DefaultLimits = preempt.DefaultLimits
 
 // Options configures a Runtime.
 type Options struct {
@@ -60,16 +74,28 @@ type Options struct {
 	// _initialize, vox_init, vox_rate); zero means DefaultInitBudget. An
 	// instance whose Budget is larger gets that instead.
 	InitBudget time.Duration
-	// Limits caps what a module may declare (preempt.Limits); zero fields
-	// mean preempt.DefaultLimits.
-	Limits preempt.Limits
+	// Limits caps what a module may declare; zero fields mean
+	// DefaultLimits'.
+	Limits Limits
 	// CompileTimeout caps the loading of one module; zero means
 	// DefaultCompileTimeout.
 	CompileTimeout time.Duration
 
+	// PlainCallEngine leaves wazero's function handles as wazero makes
+	// them: each instance's vox_process keeps a 10 KiB machine stack of
+	// its own instead of sharing the pipeline's 2 KiB one, and every
+	// set-up call makes a handle instead of borrowing a pooled one (about
+	// 40 KiB of live heap and 280 KiB of garbage more per 4-plugin call).
+	// Without it the host rewrites private fields of wazero's compiler
+	// call engine (RATIONALE.md, "The call engine"), and does so only
+	// where their layout is the one it was written against.
+	PlainCallEngine bool
+
 	// unmetered compiles plugins without fuel checks; only the overhead
-	// benchmark sets it (export_test.go).
-	unmetered bool
+	// benchmark sets it (export_test.go). interpreter runs plugins in
+	// wazero's interpreter, whose handles the rewriting engine does not
+	// know; only the test of that fallback sets it.
+	unmetered, interpreter bool
 }
 
 // DefaultCacheDir is the compilation cache under the user's cache directory,
@@ -108,6 +134,10 @@ type Runtime struct {
 	compileTimeout time.Duration
 	compileSlots   chan struct{}
 	validator      wazero.Runtime
+	// engine is what the host does to function handles (callengine.go);
+	// layoutWarning says once that it found a layout it does not know.
+	engine        callEngine
+	layoutWarning sync.Once
 	// compiling counts the compiles under way, abandoned ones included,
 	// which Close waits for: wazero must not close an engine that is
 	// compiling.
@@ -164,13 +194,20 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	// The runtime's limit only caps growth; Load checks each module's declared
 	// minimum against the same limit so the error names the plugin.
-	cfg := wazero.NewRuntimeConfigCompiler().
-		WithCompilationCache(cache).
+	var engine callEngine = rewritingEngine{}
+	if opts.PlainCallEngine {
+		engine = plainEngine{}
+	}
+	cfg := wazero.NewRuntimeConfigCompiler()
+	if opts.interpreter {
+		cfg = wazero.NewRuntimeConfigInterpreter()
+	}
+	cfg = cfg.WithCompilationCache(cache).
 		WithMemoryLimitPages(65536).
 		WithCloseOnContextDone(false)
 	r := &Runtime{rt: wazero.NewRuntimeWithConfig(ctx, cfg), cache: cache, limitPages: limit, logger: logger, moduleConfig: newWASIConfig(),
 		memory: mmapAllocator{limitBytes: uint64(limit) * 65536},
-		budget: budget, initBudget: initBudget, unmetered: opts.unmetered,
+		budget: budget, initBudget: initBudget, unmetered: opts.unmetered, engine: engine,
 		limits: opts.Limits, compileTimeout: compileTimeout,
 		compileSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 		// The interpreter validates as the compiler does, at a sixth of
@@ -329,7 +366,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 }
 
 // compileNow compiles a module the way the runtime runs it: instrumented
-// (host/preempt) so that a call that runs too long can be stopped.
+// (internal/preempt) so that a call that runs too long can be stopped.
 //
 // The instrumentation reads the whole module first, against the limits,
 // and wazero only ever sees bytes it accepted: wazero trusts the counts a

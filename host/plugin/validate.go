@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/preempt"
+	"github.com/voxhost/voxhost/internal/preempt"
 )
 
 var (

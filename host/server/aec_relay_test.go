@@ -11,10 +11,10 @@ import (
 	"github.com/coder/websocket"
 	gorilla "github.com/gorilla/websocket"
 
-	"github.com/voxhost/voxhost/host/audiofile"
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/audiofile"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // relayCall is the outcome of relayWithEcho: the caller's echo as it sent

@@ -16,9 +16,9 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/host/transport"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // The callers here speak as FreeSWITCH's mod_audio_fork and

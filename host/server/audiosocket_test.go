@@ -16,9 +16,9 @@ import (
 
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/host/transport"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // AudioSocket calls over real TCP connections, as Asterisk's AudioSocket()
@@ -311,5 +311,33 @@ func TestServeStreamRefuses(t *testing.T) {
 	}
 	if err := h.ServeStream(context.Background(), l, transport.AudioSocket(), "nope"); err == nil || !strings.Contains(err.Error(), `unknown pipeline "nope"`) {
 		t.Errorf("unknown route: %v", err)
+	}
+}
+
+// TestAudioSocketConnectionsPerAddressAreCapped: the AudioSocket listener
+// caps the open connections of one source address as the HTTP listener
+// does; a connection over the cap is closed before it is a call, counted
+// as refused, and the calls under it carry on.
+func TestAudioSocketConnectionsPerAddressAreCapped(t *testing.T) {
+	h := newHost(t, map[string]string{"main": "passthrough"}, func(o *server.Options) { o.HTTP.MaxConnsPerIP = 2 })
+	addr := serveAudioSocket(t, h, "")
+	held := []*asCall{dialAudioSocket(t, addr), dialAudioSocket(t, addr)}
+	for _, a := range held {
+		a.send(asFrame(0x01, asUUID))
+	}
+	waitFor(t, func() bool { return h.ActiveCalls() == 2 })
+	over := dialAudioSocket(t, addr)
+	if _, _, err := over.next(); err == nil {
+		t.Fatal("the third connection from one address got a frame, want it closed")
+	}
+	assertMetric(t, h, `voxhost_rejected_connections_total{reason="conns_per_ip"} 1`)
+	frame := asFrame(0x10, make([]byte, 320))
+	for _, a := range held {
+		a.send(frame)
+		if kind, _, err := a.next(); err != nil || kind != 0x10 {
+			t.Fatalf("a call under the cap: frame type 0x%02x, %v", kind, err)
+		}
+		a.send(asFrame(0x00, nil))
+		a.untilHangup(0x10)
 	}
 }

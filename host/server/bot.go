@@ -17,8 +17,8 @@ import (
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/sched"
 	"github.com/voxhost/voxhost/host/transport"
+	"github.com/voxhost/voxhost/internal/sched"
 )
 
 // botMessageBytes caps one message from a bot. Bots send their answer

@@ -19,8 +19,9 @@ import (
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/sched"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/transport"
+	"github.com/voxhost/voxhost/internal/sched"
 )
 
 // pending is an event a plugin emitted during the current frame, sent on
@@ -104,6 +105,8 @@ type call struct {
 	// outEvents are the outbound pipeline's, drained by whoever runs it:
 	// this goroutine in an echo, the bot reader in a relay.
 	outEvents eventQueue
+	// rec records the call; nil when its route records nothing.
+	rec *recording.Recorder
 
 	// callerMu serializes what is rendered for and written to the caller:
 	// in a relay three goroutines write to it (frames from the playout,
@@ -339,6 +342,8 @@ func (c *call) frame(t0 time.Time) bool {
 	}
 	c.frames.Add(1)
 	c.audioMs += int64(len(c.msg.Audio) / c.format.BytesPerMs())
+	c.rec.Caller(c.msg.Audio)
+	c.rec.Processed(pcm)
 	if b := c.bot; b != nil {
 		lease.Release()
 		ok := b.sendAudio(pcm)
@@ -381,7 +386,11 @@ func (c *call) sendCallerAudio(frame []byte) bool {
 	c.callerMu.Lock()
 	defer c.callerMu.Unlock()
 	typ, msg := c.sess.Audio(frame)
-	return c.writeCallerLocked(typ, msg)
+	if !c.writeCallerLocked(typ, msg) {
+		return false
+	}
+	c.rec.Heard(frame)
+	return true
 }
 
 // start instantiates the call's pipelines when the stream starts: at
@@ -442,6 +451,7 @@ func (c *call) start(start *transport.Start) error {
 		c.far = newFarEnd(c.format)
 		c.farFrame = make([]byte, c.maxFrameMs*c.format.Rate/1000*abi.SampleBytes)
 	}
+	c.openRecording()
 	frameSeconds := c.s.metrics.frameSeconds.WithLabelValues(route.Name)
 	if route.Upstream != nil {
 		frameSeconds = c.s.metrics.relayFrame.WithLabelValues(DirectionInbound)
@@ -860,6 +870,7 @@ func (c *call) finish() {
 	c.end(websocket.StatusNormalClosure, "", "completed")
 	c.watch.stop()
 	c.workers.Wait()
+	c.rec.Close()
 	for _, p := range []*pipeline.Pipeline{c.in, c.out} {
 		if p != nil {
 			if err := p.Close(ctx); err != nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // What the end-to-end tests of the JSON carriers (telnyx, plivo, exotel

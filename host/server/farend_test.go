@@ -8,7 +8,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // An echo route's far end is its own output: refsub (the reference

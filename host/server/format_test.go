@@ -11,7 +11,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // TestRawCallsCarryTheirCodec has raw callers pick A-law or L16 at 16 and

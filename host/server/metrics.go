@@ -7,6 +7,7 @@ import (
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/recording"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -48,6 +49,8 @@ type metrics struct {
 	framesLate *prometheus.CounterVec
 	schedWait  prometheus.Histogram
 	degraded   *prometheus.CounterVec
+
+	recording *recording.Metrics
 }
 
 // Directions of a call's pipelines, as the direction label spells them.
@@ -190,6 +193,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		Name: "voxhost_calls_degraded_total", Help: "Plugins bypassed in calls over their CPU quota (over_quota: bypass_costliest), by route.",
 	}, []string{"route"})
 	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
+	m.recording = recording.NewMetrics(m.registry)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)

@@ -481,6 +481,7 @@ func (c *call) sendPlayout(ulaw []byte, gen uint64) bool {
 	if c.far != nil {
 		c.far.wrote(ulaw)
 	}
+	c.rec.Heard(ulaw)
 	c.framesOut.Inc()
 	return true
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/sched"
+	"github.com/voxhost/voxhost/internal/sched"
 )
 
 // Real time between calls (RATIONALE.md, "Real time between calls"): every
@@ -160,11 +160,15 @@ func newRealtime(opts Options, m *metrics) *realtime {
 	}
 	rt.perCall.Store(math.Float64bits(opts.CallCostPrior))
 	wait := m.schedWait
-	rt.sched = sched.New(sched.Options{Slots: opts.PluginSlots, OnWait: func(d time.Duration) {
-		if d > 0 {
-			wait.Observe(d.Seconds())
-		}
-	}})
+	// A call is measured in thread CPU time well before its quota: what
+	// wall time charged is emptied from its window then, and it must not
+	// be what ends a call.
+	rt.sched = sched.New(sched.Options{Slots: opts.PluginSlots, MeasureAbove: min(sched.DefaultMeasureAbove, opts.CallCPUShare/2),
+		OnWait: func(d time.Duration) {
+			if d > 0 {
+				wait.Observe(d.Seconds())
+			}
+		}})
 	m.registry.MustRegister(rt)
 	return rt
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/transport"
 )
 
@@ -27,6 +28,8 @@ type Route struct {
 	// OverQuota is what happens to a call of the route whose plugins use
 	// more than Options.CallCPUShare of a core.
 	OverQuota QuotaPolicy
+	// Recording records its calls; nil records nothing.
+	Recording *recording.Spec
 }
 
 // Upstream is the bot leg of a route: where to dial and how to speak.
@@ -98,6 +101,11 @@ func EchoRoutes(defs map[string]*pipeline.Definition) map[string]*Route {
 func (r *Route) check() error {
 	if r.Inbound == nil {
 		return fmt.Errorf("route %s has no inbound pipeline", r.Name)
+	}
+	if r.Recording != nil {
+		if err := r.Recording.Check(); err != nil {
+			return fmt.Errorf("route %s: %w", r.Name, err)
+		}
 	}
 	if u := r.Upstream; u != nil {
 		if u.Dialect == nil {

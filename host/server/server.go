@@ -208,6 +208,10 @@ type Server struct {
 	// rt schedules plugin work and prices calls for admission.
 	rt *realtime
 
+	// recordingDirs holds the directory of every route whose calls
+	// recorded (RecordingDirs).
+	recordingDirs sync.Map
+
 	mu    sync.Mutex
 	calls map[*call]struct{}
 	idle  chan struct{} // closed and replaced when the last call ends
@@ -383,6 +387,9 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 		}
 	}
 	s.routes.Store(&routeSet{byName: maps.Clone(routes), defaultName: defaultName, unfit: unfit})
+	for _, name := range routeNames(routes) {
+		s.logRouteRates(name, unfit[name])
+	}
 	return nil
 }
 
@@ -392,6 +399,7 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 // rate (an echo's: where the outbound starts), the outbound at the
 // caller's.
 func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
+	said := &trialLog{}
 	trial := func(d *pipeline.Definition, rate int) (int, error) {
 		// A trial set-up costs what a call's does, and a reload runs
 		// beside calls: it takes its turn at the gate.
@@ -399,9 +407,9 @@ func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
 			return 0, ctx.Err()
 		}
 		defer s.setups.release()
-		p, err := d.Instantiate(ctx, pipeline.CallConfig{InputRate: rate, MaxFrameMs: s.opts.MaxFrameMs})
+		p, err := d.Instantiate(ctx, pipeline.CallConfig{InputRate: rate, MaxFrameMs: s.opts.MaxFrameMs, Logger: slog.New(said)})
 		if err != nil {
-			return 0, err
+			return 0, said.explain(err)
 		}
 		defer p.Close(ctx)
 		return p.OutputRate(), nil

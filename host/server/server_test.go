@@ -24,7 +24,7 @@ import (
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // testHost is a server on a loopback port with its runtime and catalog.
@@ -308,7 +308,7 @@ func echoCall(url string, k, frames int) error {
 				return
 			}
 			if want := stamp(k, i); string(msg) != string(want) {
-				done <- fmt.Errorf("call %d: reply %d is not frame %d", k, i, i)
+				done <- fmt.Errorf("call %d: reply %d is not frame %d: got %q", k, i, i, msg)
 				return
 			}
 		}

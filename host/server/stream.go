@@ -52,7 +52,8 @@ func (s *streamConn) closeNow() { s.once.Do(func() { _ = s.c.Close() }) }
 // on l until ctx ends, each on the route named route ("" for the
 // default). Such a protocol has no authentication, origins or query: bind
 // l to an address only the PBX can reach. Calls are admitted, limited and
-// drained as WebSocket calls are; Serve's drain covers them.
+// drained as WebSocket calls are, and capped per source address as they
+// are (Options.HTTP.MaxConnsPerIP); Serve's drain covers them.
 func (s *Server) ServeStream(ctx context.Context, l net.Listener, proto transport.Protocol, route string) error {
 	framer, ok := proto.(transport.Framer)
 	if !ok {
@@ -64,6 +65,10 @@ func (s *Server) ServeStream(ctx context.Context, l net.Listener, proto transpor
 			return fmt.Errorf("server: unknown pipeline %q for %s (have %v)", route, proto.Name(), names)
 		}
 	}
+	// A PBX's calls all come from its address: the cap is the one
+	// WebSocket connections have (by default max_calls and some), which
+	// stops a flood from one address before it costs a goroutine each.
+	l = s.opts.HTTP.Listener(l, func(net.Addr) { s.metrics.rejected.WithLabelValues("conns_per_ip").Inc() })
 	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
 	defer stop()
 	for {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/host/transport"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // The caller side speaks as Vonage's Voice API does to the WebSocket of an

@@ -60,19 +60,13 @@ const asteriskName = "asterisk"
 // a frame, a barge-in is heard at once and MEDIA_XOFF (sent at ~900 queued
 // frames) never comes in practice; should it come, from a far end that
 // stalls, the playout holds the audio until MEDIA_XON.
-func Asterisk() Protocol { return asterisk{} }
+func Asterisk() Protocol { return asteriskProtocol }
 
-func init() { RegisterProtocol(asterisk{}) }
+func init() { RegisterProtocol(asteriskProtocol) }
 
-type asterisk struct{}
+type asterisk struct{ endpoint }
 
-func (asterisk) Name() string { return asteriskName }
-
-func (asterisk) Path() string { return "/asterisk" }
-
-func (asterisk) StartsOnConnect() bool { return false }
-
-func (asterisk) Buffers() bool { return false }
+var asteriskProtocol = asterisk{endpoint{name: asteriskName, path: "/asterisk"}}
 
 // NewSession reads ?answer=: 1 or true has the host send ANSWER when the
 // stream starts, for a channel dialled with n (no auto-answer).

@@ -74,15 +74,13 @@ func asteriskJSONOption(opts map[string]string) (bool, error) {
 // NewBotSession takes options CheckOptions accepted; others fall back to
 // JSON.
 func (asteriskDialect) NewBotSession(cfg BotConfig) BotSession {
-	checkMaxAudio(cfg.MaxAudio)
 	isJSON, _ := asteriskJSONOption(cfg.Options)
-	return &asteriskBot{cfg: cfg, json: isJSON, out: make([]byte, 0, 256)}
+	return &asteriskBot{binaryBot: newBinaryBot(cfg), json: isJSON}
 }
 
 type asteriskBot struct {
-	cfg  BotConfig
-	json bool
-	out  []byte // the last rendered event; the writing goroutine's
+	binaryBot
+	json bool // control messages in the JSON form, not plain text
 }
 
 // Open sends MEDIA_START, as Asterisk does once the socket is up.
@@ -114,9 +112,6 @@ func (a *asteriskBot) Open(send func(MessageType, []byte) error) error {
 	a.out = b
 	return send(Text, a.out)
 }
-
-// Audio sends the caller's audio as it is, a binary message.
-func (a *asteriskBot) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
 
 // DTMF renders DTMF_END; there is none for a byte that is not a key.
 func (a *asteriskBot) DTMF(digit byte) (MessageType, []byte, bool) {
@@ -182,11 +177,7 @@ func (a *asteriskBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		if len(msg) > asteriskMaxMessage {
 			return limitError(asteriskName, fmt.Errorf("audio message of %d bytes: chan_websocket hangs up on one over %d", len(msg), asteriskMaxMessage))
 		}
-		if err := checkBotAudio(asteriskName, len(msg), a.cfg.MaxAudio, a.cfg.Format); err != nil {
-			return err
-		}
-		in.Kind, in.Audio = KindAudio, msg
-		return nil
+		return binaryBotAudio(asteriskName, msg, a.cfg.MaxAudio, a.cfg.Format, in)
 	case Text:
 		if len(msg) == 0 || len(msg) > asteriskMaxCommand {
 			return nil // Asterisk logs it and reads on

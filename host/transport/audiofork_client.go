@@ -59,6 +59,7 @@ func (d forkDialect) NewBotSession(cfg BotConfig) BotSession {
 }
 
 type forkBot struct {
+	binaryAudio
 	fl  *forkFlavor
 	cfg BotConfig
 	// The reading goroutine's.
@@ -97,16 +98,9 @@ func (b *forkBot) Open(send func(MessageType, []byte) error) error {
 	return send(Text, b.out)
 }
 
-// Audio sends the caller's audio as a binary L16 frame.
-func (b *forkBot) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
-
 // DTMF renders a dtmf event; there is none for a byte that is not a key.
 func (b *forkBot) DTMF(digit byte) (MessageType, []byte, bool) {
-	if !validDigit(digit) {
-		return 0, nil, false
-	}
-	b.out = append(append(b.out[:0], `{"event":"dtmf","dtmf":"`...), digit, '"', '}')
-	return Text, b.out, true
+	return textDigit(&b.out, `{"event":"dtmf","dtmf":"`, digit)
 }
 
 // MarkPlayed renders jambonz's mark event; the other modules have none.
@@ -142,11 +136,7 @@ func (b *forkBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		if b.fl.play != nil {
 			return nil // mod_audio_fork and mod_audio_stream discard binary frames
 		}
-		if err := checkBotAudio(name, len(msg), b.cfg.MaxAudio, b.cfg.Format); err != nil {
-			return err
-		}
-		in.Kind, in.Audio = KindAudio, msg
-		return nil
+		return binaryBotAudio(name, msg, b.cfg.MaxAudio, b.cfg.Format, in)
 	case Text:
 	default:
 		return protocolErrorf(name, "message of unknown WebSocket type %d", int(typ))

@@ -40,10 +40,10 @@ const audioSocketName = "audiosocket"
 // the other rates are refused as unsupported, naming the rate. A session
 // made with ?rate=N in its SessionConfig.Query (as the server's config may
 // set for its listener) is fixed at that rate from the start.
-func AudioSocket() Protocol { return audioSocket{} }
+func AudioSocket() Protocol { return audioSocketProtocol }
 
 func init() {
-	RegisterProtocol(audioSocket{})
+	RegisterProtocol(audioSocketProtocol)
 	RegisterDialect(audioSocketDialect{})
 }
 
@@ -79,19 +79,14 @@ const asMaxPayload = 1<<16 - 1
 // asHangupFrame is the hang-up frame, the same both ways.
 var asHangupFrame = []byte{asHangup, 0, 0}
 
-type audioSocket struct{}
+type audioSocket struct{ endpoint }
 
-func (audioSocket) Name() string { return audioSocketName }
-
-// Path is empty: AudioSocket runs over a TCP listener of its own, not
-// under the server's HTTP mux.
-func (audioSocket) Path() string { return "" }
-
-// StartsOnConnect is false: the UUID frame starts the stream.
-func (audioSocket) StartsOnConnect() bool { return false }
-
-// Buffers is false: Asterisk plays audio as it arrives, so the host paces.
-func (audioSocket) Buffers() bool { return false }
+var audioSocketProtocol = audioSocket{endpoint{
+	// No path: AudioSocket runs over a TCP listener of its own, not under
+	// the server's HTTP mux. The UUID frame starts the stream, and
+	// Asterisk plays audio as it arrives, so the host paces.
+	name: audioSocketName,
+}}
 
 // NewSession makes a session for slin audio; a query's rate, if any, fixes
 // the stream's rate from the start. A MaxFrameMs whose frames at the

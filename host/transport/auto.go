@@ -41,24 +41,19 @@ const autoName = "auto"
 // must take Buffers, the marks' and chunks' rules and its metrics' label
 // from the detected protocol once the stream starts, since this Protocol
 // cannot know them beforehand.
-func Auto() Protocol { return auto{} }
+func Auto() Protocol { return autoProtocol }
 
-func init() { RegisterProtocol(auto{}) }
+func init() { RegisterProtocol(autoProtocol) }
 
-type auto struct{}
+type auto struct{ endpoint }
 
-func (auto) Name() string { return autoName }
-
-func (auto) Path() string { return "/auto" }
-
-// StartsOnConnect is false: a stream starts with the message that names
-// its carrier.
-func (auto) StartsOnConnect() bool { return false }
-
-// Buffers is false, the safe default before the carrier is known: paced at
-// real time every carrier plays the host's audio as it should. A server
-// that wires Detector uses the detected protocol's instead.
-func (auto) Buffers() bool { return false }
+var autoProtocol = auto{endpoint{
+	// A stream starts with the message that names its carrier. Buffers is
+	// false, the safe default before the carrier is known: paced at real
+	// time every carrier plays the host's audio as it should. A server
+	// that wires Detector uses the detected protocol's instead.
+	name: autoName, path: "/auto",
+}}
 
 // Subprotocols are every registered protocol's (jambonz's
 // audio.jambonz.org, mod_audio_fork's audio.drachtio.org): a client that

@@ -89,3 +89,44 @@ func cutText(s string, max int) string {
 func errFormat(dialect string, f codec.Format, carries string) error {
 	return fmt.Errorf("the %s dialect carries %s, not %s", dialect, carries, f)
 }
+
+// binaryBot is the state of a dialect that sends a bot the caller's audio
+// as binary frames and everything else as short text messages.
+type binaryBot struct {
+	binaryAudio
+	cfg BotConfig
+	out []byte // the last rendered text message; the writing goroutine's
+}
+
+func newBinaryBot(cfg BotConfig) binaryBot {
+	checkMaxAudio(cfg.MaxAudio)
+	return binaryBot{cfg: cfg, out: make([]byte, 0, 256)}
+}
+
+// binaryAudio is Audio for the dialects that send a bot the caller's
+// audio as it is, a binary message a frame.
+type binaryAudio struct{}
+
+// Audio sends the audio itself, as a binary message.
+func (binaryAudio) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
+
+// binaryBotAudio reads a bot's binary message of protocol as audio in the
+// leg's format f, of maxAudio bytes at most, viewing msg. It is kept
+// small enough for the compiler to inline into each Decode.
+func binaryBotAudio(protocol string, msg []byte, maxAudio int, f codec.Format, in *Inbound) (err error) {
+	if err = checkBotAudio(protocol, len(msg), maxAudio, f); err == nil {
+		in.Audio, in.Kind = msg, KindAudio
+	}
+	return err
+}
+
+// textDigit renders a DTMF key as the text message head, the key and `"}`
+// (`{"event":"dtmf","digit":"5"}`) into *out; there is none for a byte
+// that is not a key.
+func textDigit(out *[]byte, head string, digit byte) (MessageType, []byte, bool) {
+	if !validDigit(digit) {
+		return 0, nil, false
+	}
+	*out = append(append((*out)[:0], head...), digit, '"', '}')
+	return Text, *out, true
+}

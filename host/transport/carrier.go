@@ -1,215 +1,16 @@
 package transport
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
-
-	"github.com/voxhost/voxhost/host/codec"
 )
 
-// What the JSON carriers that copied Twilio's message shapes share
-// (telnyx.go, plivo.go, exotel.go): an "event" member to dispatch on,
-// base64 audio in media.payload, DTMF in dtmf.digit, a start message with
-// ids and custom parameters. Their media messages are read by Twilio's
-// scanner (twilioMedia in twilio.go), which picks out event,
-// media.payload and media.track and nothing else; what differs is the
-// start message, the names of the ids and what the host sends back.
-
-// carrierOverhead bounds what an outbound media message of these carriers
-// holds besides its base64 payload: event and member names, a stream id of
-// MaxIDBytes quoted, counters of 19 digits and a timestamp. Buffers sized
-// with it never grow on the audio path.
-const carrierOverhead = 320 + MaxIDBytes
-
-// carrierStream is the part of a carrier's server-role session that reads
-// its audio: the stream's format, fixed at start, and the buffers a media
-// message is decoded into. Its methods make the protocol's errors.
-type carrierStream struct {
-	protocol string // its name in errors, e.g. "telnyx"
-	carrier  string // the carrier as people write it, e.g. "Telnyx"
-	cfg      SessionConfig
-	format   codec.Format
-	started  bool
-	maxAudio int
-	audio    []byte // the decoded payload of the last media message
-	scratch  []byte // a payload with its JSON escapes resolved
-	out      []byte // the last rendered message
-}
-
-// begin starts the stream in format f and sizes the buffers for it, once.
-func (c *carrierStream) begin(f codec.Format) {
-	c.format, c.started = f, true
-	c.maxAudio = c.cfg.maxAudio(f)
-	c.audio = payloadBuffer(c.maxAudio)
-	c.out = make([]byte, 0, carrierOverhead+base64.StdEncoding.EncodedLen(c.maxAudio))
-}
-
-// scan reads msg as one of the carrier's text messages, for dispatch on
-// its event.
-func (c *carrierStream) scan(typ MessageType, msg []byte) (twilioMedia, error) {
-	return scanCarrier(c.protocol, c.carrier+" sends", typ, msg)
-}
-
-// scanCarrier reads msg, a message of protocol's carrier or bot (from says
-// who, as in "Telnyx sends"), for dispatch on its event: these carriers
-// send JSON text only.
-func scanCarrier(protocol, from string, typ MessageType, msg []byte) (twilioMedia, error) {
-	var f twilioMedia
-	if typ != Text {
-		return f, &ProtocolError{Protocol: protocol, Reason: "binary message: " + from + " JSON text messages only", Unsupported: true}
-	}
-	reason := f.scan(msg)
-	return f, dispatchError(protocol, reason, "event", `message without an "event" member`, f.hasEvent, f.event)
-}
-
-// media decodes the payload of the media message f into the stream's
-// buffer: the caller's audio, or nothing for the far end's own track on a
-// stream that sends both.
-func (c *carrierStream) media(f *twilioMedia, in *Inbound) error {
-	if !c.started {
-		return protocolErrorf(c.protocol, "media before start: %s sends a start message first", c.carrier)
-	}
-	if f.isObject && f.track != nil && textIs(f.track, "outbound") {
-		return nil
-	}
-	n, err := mediaPayload(c.protocol, f, c.audio, &c.scratch, c.maxAudio)
-	if err == nil {
-		err = checkAudio(c.protocol, n, c.maxAudio, c.format)
-	}
-	if err != nil {
-		return err
-	}
-	in.Kind, in.Audio = KindAudio, c.audio[:n]
-	return nil
-}
-
-// mediaPayload decodes media.payload of f into dst and returns its length,
-// or says why the message carries no audio.
-func mediaPayload(protocol string, f *twilioMedia, dst []byte, scratch *[]byte, maxAudio int) (int, error) {
-	switch {
-	case !f.isObject:
-		return 0, protocolErrorf(protocol, "media message without a media object")
-	case f.payload == nil:
-		return 0, protocolErrorf(protocol, "media message without a string media.payload")
-	}
-	return decodeBase64Token(protocol, "media payload", f.payload, dst, scratch, maxAudio)
-}
-
-// carrierBot is the part of a carrier's client-role session that reads a
-// bot's audio and counts what it sends.
-type carrierBot struct {
-	protocol string
-	format   codec.Format
-	maxAudio int
-	call     CallInfo
-	sid      []byte // the stream id as a JSON string
-	idMember []byte // the stream id as a member, e.g. `,"stream_sid":"MZ1"`
-
-	// The reading goroutine's.
-	audio   []byte
-	scratch []byte
-
-	// The writing goroutine's.
-	seq   int64  // the last sequence number sent
-	chunk int64  // the last media chunk sent
-	sent  int64  // bytes of audio sent
-	out   []byte // the last rendered message
-}
-
-// newCarrierBot sizes a bot session's buffers for cfg; idKey is the name
-// of the carrier's stream id member, e.g. "stream_sid".
-func newCarrierBot(protocol, idKey string, cfg BotConfig) carrierBot {
-	checkMaxAudio(cfg.MaxAudio)
-	sid := appendQuoted(nil, cfg.Call.streamID())
-	return carrierBot{
-		protocol: protocol,
-		format:   cfg.Format,
-		maxAudio: cfg.MaxAudio,
-		call:     cfg.Call,
-		sid:      sid,
-		idMember: append([]byte(`,"`+idKey+`":`), sid...),
-		audio:    payloadBuffer(cfg.MaxAudio),
-		out:      make([]byte, 0, carrierOverhead+len(sid)+base64.StdEncoding.EncodedLen(cfg.MaxAudio)),
-	}
-}
-
-// media decodes the payload of a bot's media message f: any whole number
-// of samples in the leg's format.
-func (b *carrierBot) media(f *twilioMedia, in *Inbound) error {
-	n, err := mediaPayload(b.protocol, f, b.audio, &b.scratch, b.maxAudio)
-	if err == nil {
-		err = checkBotAudio(b.protocol, n, b.maxAudio, b.format)
-	}
-	if err != nil {
-		return err
-	}
-	in.Kind, in.Audio = KindAudio, b.audio[:n]
-	return nil
-}
-
-// open begins a message of event with the next sequence_number, a string
-// as Telnyx and Exotel send it: `{"event":"E","sequence_number":"N"`.
-func (b *carrierBot) open(event string) []byte {
-	b.seq++
-	dst := append(b.out[:0], `{"event":"`...)
-	dst = append(dst, event...)
-	dst = append(dst, `","sequence_number":`...)
-	return appendCount(dst, b.seq)
-}
-
-// mark renders the mark message these carriers return for a bot's mark:
-// Twilio's shape with a sequence_number and the stream id.
-func (b *carrierBot) mark(name string) (MessageType, []byte, bool) {
-	dst := append(b.open("mark"), b.idMember...)
-	b.out = appendMarkMember(dst, name)
-	return Text, b.out, true
-}
-
-// MarkPlayed renders the mark message Telnyx and Exotel return for a
-// bot's mark, once the audio before it has played.
-func (b *carrierBot) MarkPlayed(name string) (MessageType, []byte, bool) {
-	return b.mark(name)
-}
-
-// Interrupted sends nothing: Telnyx and Exotel, like Twilio, have no
-// message for a barge-in, and a bot learns of one by its marks coming
-// back.
-func (b *carrierBot) Interrupted(int64, bool, func(MessageType, []byte) error) error { return nil }
-
-// Event renders a plugin's event as a mark named "voxhost:PLUGIN:NAME", as
-// the twilio dialect does: a mark is the only message these carriers send
-// that can carry a name.
-func (b *carrierBot) Event(plugin, name string, _ []byte, _ int64) (MessageType, []byte, bool) {
-	return b.mark("voxhost:" + plugin + ":" + name)
-}
-
-// decode reads what a bot sends a carrier of Twilio's shape (Telnyx,
-// Exotel): media, mark and clear; anything else is ignored. From names
-// the carrier in errors, as in "Telnyx takes".
-func (b *carrierBot) decode(from string, typ MessageType, msg []byte, in *Inbound) error {
-	*in = Inbound{}
-	f, err := scanCarrier(b.protocol, from, typ, msg)
-	if err != nil {
-		return err
-	}
-	switch {
-	case textIs(f.event, "media"):
-		return b.media(&f, in)
-	case textIs(f.event, "mark"):
-		return decodeCarrierMark(b.protocol, msg, in)
-	case textIs(f.event, "clear"):
-		in.Kind = KindClear
-	}
-	return nil
-}
-
-// sentMs is the audio sent so far, in ms: the timestamp of the next media
-// message.
-func (b *carrierBot) sentMs() int64 { return b.sent / int64(b.format.BytesPerMs()) }
+// What the JSON carriers share beyond the skeleton of jsoncarrier.go: the
+// readers of their rare messages (start, dtmf, mark), which may allocate
+// and use encoding/json, and their conventions for ids and parameters.
 
 // appendCount appends n as a JSON string, as these carriers send their
 // counters.
@@ -217,6 +18,16 @@ func appendCount(dst []byte, n int64) []byte {
 	dst = append(dst, '"')
 	dst = strconv.AppendInt(dst, n, 10)
 	return append(dst, '"')
+}
+
+// decodeMessage reads msg, a JSON message of protocol named what (e.g.
+// "start"), into v with encoding/json: the rare messages, which may
+// allocate.
+func decodeMessage(protocol, what string, msg []byte, v any) error {
+	if err := json.Unmarshal(msg, v); err != nil {
+		return protocolErrorf(protocol, "bad %s message: %v", what, err)
+	}
+	return nil
 }
 
 // decodeCarrierDTMF reads the dtmf.digit of a dtmf message of protocol:
@@ -227,8 +38,8 @@ func decodeCarrierDTMF(protocol string, msg []byte, in *Inbound) error {
 			Digit string `json:"digit"`
 		} `json:"dtmf"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(protocol, "bad dtmf message: %v", err)
+	if err := decodeMessage(protocol, "dtmf", msg, &m); err != nil {
+		return err
 	}
 	if m.DTMF == nil {
 		return protocolErrorf(protocol, "dtmf message without a dtmf object")
@@ -248,13 +59,28 @@ func decodeCarrierMark(protocol string, msg []byte, in *Inbound) error {
 			Name string `json:"name"`
 		} `json:"mark"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(protocol, "bad mark message: %v", err)
+	if err := decodeMessage(protocol, "mark", msg, &m); err != nil {
+		return err
 	}
 	if m.Mark == nil {
 		return protocolErrorf(protocol, "mark message without a mark object")
 	}
 	return markInbound(protocol, "mark.name", m.Mark.Name, in)
+}
+
+// decodeNamed reads the top-level name of a mark message of event, Plivo's
+// playedStream or checkpoint, as a KindMark.
+func decodeNamed(protocol, event string, msg []byte, in *Inbound) error {
+	var m struct {
+		Name *string `json:"name"`
+	}
+	if err := decodeMessage(protocol, event, msg, &m); err != nil {
+		return err
+	}
+	if m.Name == nil {
+		return protocolErrorf(protocol, "%s message without a string name", event)
+	}
+	return markInbound(protocol, "name", *m.Name, in)
 }
 
 // markInbound makes in the KindMark of name, within MaxMarkBytes.
@@ -365,12 +191,20 @@ func splitFromTo(params map[string]string) (from, to string, rest map[string]str
 	return from, to, rest
 }
 
-// checkCarrierStart applies the bounds of limits.go to the ids and
+// checkCarrierStart applies the bounds of limits.go to the ids, tracks and
 // parameters the host keeps of a start message; ids names each id as the
 // carrier spells it.
-func checkCarrierStart(protocol string, params map[string]string, paramsWhat string, ids ...[2]string) error {
+func checkCarrierStart(protocol string, params map[string]string, paramsWhat string, tracks []string, ids ...[2]string) error {
 	for _, id := range ids {
 		if err := CheckID(id[0], id[1]); err != nil {
+			return limitError(protocol, err)
+		}
+	}
+	if len(tracks) > MaxTracks {
+		return limitError(protocol, fmt.Errorf("start.tracks lists %d tracks, more than %d", len(tracks), MaxTracks))
+	}
+	for i, tr := range tracks {
+		if err := CheckID("start.tracks["+strconv.Itoa(i)+"]", tr); err != nil {
 			return limitError(protocol, err)
 		}
 	}

@@ -186,6 +186,17 @@ func checkRoundTrip(t *testing.T, bot transport.BotSession, srv transport.Sessio
 	}
 }
 
+// wantNoBargeInMessage checks that a barge-in the host detected sends
+// the bot of carrier nothing: the carrier has no message for one, and a
+// bot learns of it by its marks coming back.
+func wantNoBargeInMessage(t *testing.T, b transport.BotSession, carrier string) {
+	t.Helper()
+	send, sent := collect()
+	if err := b.Interrupted(40, false, send); err != nil || len(*sent) != 0 {
+		t.Errorf("Interrupted sent %v (%v); %s has no message for a barge-in", *sent, err, carrier)
+	}
+}
+
 // serverDecode returns a function that decodes a dialect's message with
 // the server role's srv, failing the test on an error.
 func serverDecode(t *testing.T, srv transport.Session) func(sent) transport.Inbound {

@@ -36,96 +36,54 @@ const exotelRateQuery = "sample-rate"
 // in chunks of 3,200 to 100,000 bytes, a multiple of 320: the host's
 // 20 ms frames are multiples of 320 bytes at every rate (320, 640, 960)
 // but under the minimum, so they want batching (AudioChunker).
-func Exotel() Protocol { return exotel{} }
+func Exotel() Protocol { return exotelProtocol{exotel} }
 
-func init() {
-	RegisterProtocol(exotel{})
-	RegisterDialect(exotelDialect{})
-}
+// exotel is Twilio's shape with Exotel's names and L16 by default.
+var exotel = newJSONCarrier(jsonCarrier{
+	// Exotel plays what it is sent in order and returns each mark once the
+	// audio before it has played. Its pages do not say that a clear returns
+	// the marks queued behind it, and taking them as cleared is the safe
+	// reading (one returned after all is ignored).
+	endpoint:        endpoint{name: exotelName, path: "/exotel", buffers: true},
+	carrier:         "Exotel",
+	clearDropsMarks: true,
+	id:              "stream_sid",
+	seqKey:          "sequence_number",
+	format:          codec.Format{Encoding: codec.L16, Rate: 8000},
+	checkFormat:     checkExotelFormat,
+	connect:         exotelConnect,
+	start:           exotelStart,
+	newBot:          func(b carrierBot) BotSession { return &exotelBot{b} },
+})
 
-type exotel struct{}
-
-func (exotel) Name() string { return exotelName }
-
-func (exotel) Path() string { return "/exotel" }
-
-func (exotel) StartsOnConnect() bool { return false }
-
-// Buffers is true: Exotel plays what it is sent in order and returns each
-// mark once the audio before it has played.
-func (exotel) Buffers() bool { return true }
-
-// ClearDropsMarks is true: Exotel's pages do not say that a clear returns
-// the marks queued behind it, and taking them as cleared is the safe
-// reading (one returned after all is ignored).
-func (exotel) ClearDropsMarks() bool { return true }
+// exotelProtocol is the server role, with Exotel's rule for the audio it
+// takes.
+type exotelProtocol struct{ *jsonCarrier }
 
 // AudioChunk is Exotel's rule for the audio sent to it: messages of at
 // least 3,200 bytes, a multiple of 320, at every rate.
-func (exotel) AudioChunk(codec.Format) (minBytes, multiple int) { return 3200, 320 }
+func (exotelProtocol) AudioChunk(codec.Format) (minBytes, multiple int) { return 3200, 320 }
 
-// AudioChunker is implemented by a Protocol that takes audio only in
-// messages of at least minBytes bytes that are a whole multiple of
-// multiple bytes (Exotel: 3,200 and 320; "smaller chunks risk audio
-// distortion"). The host sends frames of 20 ms, so for such a caller it
-// must join ceil(minBytes/frame) frames into one message (200 ms at
-// 8 kHz, 100 ms at 16 kHz, 80 ms at 24 kHz), holding back a tail until
-// the next frames or the end of what the bot said.
-type AudioChunker interface {
-	// AudioChunk returns the fewest bytes an audio message in f may carry
-	// and the unit its size must be a multiple of.
-	AudioChunk(f codec.Format) (minBytes, multiple int)
+func init() {
+	RegisterProtocol(exotelProtocol{exotel})
+	RegisterDialect(exotel)
 }
 
-// NewSession takes the stream's default rate from ?sample-rate=: 8000,
+// exotelConnect takes the stream's default rate from ?sample-rate=: 8000,
 // 16000 or 24000, 8000 without one.
-func (exotel) NewSession(cfg SessionConfig) (Session, error) {
-	f := codec.Format{Encoding: codec.L16, Rate: 8000}
-	if q := cfg.Query.Get(exotelRateQuery); q != "" {
+func exotelConnect(s *jsonSession) error {
+	if q := s.cfg.Query.Get(exotelRateQuery); q != "" {
 		r, err := strconv.Atoi(q)
-		if f.Rate = r; err != nil || r != 8000 && r != 16000 && r != 24000 {
-			return nil, fmt.Errorf("exotel: %s=%s is not a rate Exotel streams (want 8000, 16000 or 24000)", exotelRateQuery, excerpt(q))
+		if s.format.Rate = r; err != nil || r != 8000 && r != 16000 && r != 24000 {
+			return fmt.Errorf("exotel: %s=%s is not a rate Exotel streams (want 8000, 16000 or 24000)", exotelRateQuery, excerpt(q))
 		}
-	}
-	cfg.maxAudio(f) // a limit no frame could pass is caught here
-	return &exotelSession{
-		carrierStream: carrierStream{protocol: exotelName, carrier: "Exotel", cfg: cfg, format: f},
-		sid:           []byte(`""`),
-	}, nil
-}
-
-type exotelSession struct {
-	noHangup
-	carrierStream
-	sid []byte // the stream_sid as a JSON string
-}
-
-func (e *exotelSession) Format() codec.Format { return e.format }
-
-func (e *exotelSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
-	*in = Inbound{}
-	f, err := e.scan(typ, msg)
-	if err != nil {
-		return err
-	}
-	switch {
-	case textIs(f.event, "media"):
-		return e.media(&f, in)
-	case textIs(f.event, "start"):
-		return e.start(msg, in)
-	case textIs(f.event, "dtmf"):
-		return decodeCarrierDTMF(exotelName, msg, in)
-	case textIs(f.event, "mark"):
-		return decodeCarrierMark(exotelName, msg, in)
-	case textIs(f.event, "stop"):
-		in.Kind = KindStop
 	}
 	return nil
 }
 
 // exotelStart is what the host reads of a start message. The top-level
 // stream_sid stands in if start.stream_sid is absent.
-type exotelStart struct {
+type exotelStartMsg struct {
 	StreamSid string `json:"stream_sid"`
 	Start     *struct {
 		StreamSid        string          `json:"stream_sid"`
@@ -142,32 +100,32 @@ type exotelStart struct {
 	} `json:"start"`
 }
 
-func (e *exotelSession) start(msg []byte, in *Inbound) error {
-	var m exotelStart
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(exotelName, "bad start message: %v", err)
+func exotelStart(s *jsonSession, msg []byte) (*Start, error) {
+	var m exotelStartMsg
+	if err := decodeMessage(exotelName, "start", msg, &m); err != nil {
+		return nil, err
 	}
 	st := m.Start
 	if st == nil {
-		return protocolErrorf(exotelName, "start message without a start object")
+		return nil, protocolErrorf(exotelName, "start message without a start object")
 	}
 	sid := st.StreamSid
 	if sid == "" {
 		sid = m.StreamSid
 	}
 	if sid == "" {
-		return protocolErrorf(exotelName, "start message without start.stream_sid")
+		return nil, protocolErrorf(exotelName, "start message without start.stream_sid")
 	}
 	custom, err := rawParams(st.CustomParameters, "&")
 	if err != nil {
-		return protocolErrorf(exotelName, "bad start.custom_parameters: %v", err)
+		return nil, protocolErrorf(exotelName, "bad start.custom_parameters: %v", err)
 	}
 	params := withFromTo(custom, st.From, st.To)
-	if err := checkCarrierStart(exotelName, params, "start.custom_parameters",
+	if err := checkCarrierStart(exotelName, params, "start.custom_parameters", nil,
 		[2]string{"start.stream_sid", sid}, [2]string{"start.call_sid", st.CallSid}, [2]string{"start.account_sid", st.AccountSid}); err != nil {
-		return err
+		return nil, err
 	}
-	f := e.format
+	f := s.format
 	if mf := st.MediaFormat; mf != nil {
 		typ, rate := mediaType(mf.Encoding)
 		if rate == 0 {
@@ -186,53 +144,12 @@ func (e *exotelSession) start(msg []byte, in *Inbound) error {
 			known = false
 		}
 		if !known || f.Check() != nil {
-			return unsupportedFormat(exotelName, "unsupported media_format %s at %d Hz, %d bits; voxhost takes audio/x-raw of 16 bits at 8000, 16000 or 24000 Hz, or audio/x-mulaw at 8000 Hz",
+			return nil, unsupportedFormat(exotelName, "unsupported media_format %s at %d Hz, %d bits; voxhost takes audio/x-raw of 16 bits at 8000, 16000 or 24000 Hz, or audio/x-mulaw at 8000 Hz",
 				excerpt(mf.Encoding), f.Rate, bits)
 		}
 	}
-	e.begin(f)
-	e.sid = appendQuoted(nil, sid)
-	in.Kind = KindStart
-	in.Start = &Start{StreamID: sid, CallID: st.CallSid, AccountID: st.AccountSid, Params: params}
-	return nil
-}
-
-// Audio renders a media message.
-func (e *exotelSession) Audio(frame []byte) (MessageType, []byte) {
-	b := append(e.out[:0], `{"event":"media","stream_sid":`...)
-	b = append(b, e.sid...)
-	b = append(b, `,"media":{"payload":"`...)
-	b = base64.StdEncoding.AppendEncode(b, frame)
-	e.out = append(b, `"}}`...)
-	return Text, e.out
-}
-
-// Mark renders a mark message, which Exotel returns once the audio before
-// it has played. There is none before start.
-func (e *exotelSession) Mark(name string) (MessageType, []byte, bool) {
-	if !e.started {
-		return 0, nil, false
-	}
-	b := append(e.out[:0], `{"event":"mark","stream_sid":`...)
-	e.out = appendMarkMember(append(b, e.sid...), name)
-	return Text, e.out, true
-}
-
-// Clear renders a clear message: Exotel flushes the audio it has
-// buffered. There is none before start.
-func (e *exotelSession) Clear() (MessageType, []byte, bool) {
-	if !e.started {
-		return 0, nil, false
-	}
-	b := append(e.out[:0], `{"event":"clear","stream_sid":`...)
-	b = append(b, e.sid...)
-	e.out = append(b, '}')
-	return Text, e.out, true
-}
-
-// Event renders nothing: Exotel takes media, mark and clear only.
-func (e *exotelSession) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
+	s.begin(sid, f, f)
+	return &Start{StreamID: sid, CallID: st.CallSid, AccountID: st.AccountSid, Params: params}, nil
 }
 
 // The exotel dialect: voxhost speaks AgentStream to the bot as Exotel's
@@ -249,20 +166,13 @@ func (e *exotelSession) Event(string, string, []byte, int64) (MessageType, []byt
 // bot: media (any whole number of samples: Exotel's chunk rules are for
 // what Exotel is sent, and the host re-frames a bot's audio), mark and
 // clear; anything else is ignored.
-type exotelDialect struct{}
 
-func (exotelDialect) Name() string { return exotelName }
-
-// CheckFormat takes L16 at 8, 16 or 24 kHz, the rates Exotel streams.
-func (exotelDialect) CheckFormat(f codec.Format) error {
+// checkExotelFormat takes L16 at 8, 16 or 24 kHz, the rates Exotel streams.
+func checkExotelFormat(f codec.Format) error {
 	if f.Encoding != codec.L16 || f.Check() != nil {
 		return errFormat(exotelName, f, "L16 at 8000, 16000 or 24000 Hz (Exotel's audio/x-raw)")
 	}
 	return nil
-}
-
-func (exotelDialect) NewBotSession(cfg BotConfig) BotSession {
-	return &exotelBot{carrierBot: newCarrierBot(exotelName, "stream_sid", cfg)}
 }
 
 type exotelBot struct{ carrierBot }
@@ -296,7 +206,7 @@ func (e *exotelBot) Open(send func(MessageType, []byte) error) error {
 // Audio renders a media message.
 func (e *exotelBot) Audio(audio []byte) (MessageType, []byte) {
 	e.chunk++
-	b := append(e.open("media"), e.idMember...)
+	b := append(e.openMedia(), e.idMember...)
 	b = append(b, `,"media":{"chunk":`...)
 	b = appendCount(b, e.chunk)
 	b = append(b, `,"timestamp":`...)
@@ -328,9 +238,4 @@ func (e *exotelBot) Stop() (MessageType, []byte, bool) {
 	b = appendQuoted(b, e.call.AccountID)
 	e.out = append(b, `,"reason":"callended"}}`...)
 	return Text, e.out, true
-}
-
-// Decode reads what a bot sends Exotel: media, mark and clear.
-func (e *exotelBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
-	return e.decode("Exotel takes", typ, msg, in)
 }

@@ -295,10 +295,7 @@ func TestExotelDialectConformance(t *testing.T) {
 			t.Errorf("message %d:\n%s\nwant\n%s", i, st.got.msg, st.want)
 		}
 	}
-	send, bargeIns := collect()
-	if err := b.Interrupted(40, false, send); err != nil || len(*bargeIns) != 0 {
-		t.Errorf("Interrupted sent %v (%v); Exotel has no message for a barge-in", *bargeIns, err)
-	}
+	wantNoBargeInMessage(t, b, "Exotel")
 	if err := d.CheckFormat(codec.Telephony); err == nil ||
 		err.Error() != "the exotel dialect carries L16 at 8000, 16000 or 24000 Hz (Exotel's audio/x-raw), not 8 kHz μ-law" {
 		t.Errorf("CheckFormat(μ-law): %v", err)

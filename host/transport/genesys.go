@@ -54,22 +54,16 @@ const genesysName = "genesys"
 // one for one, and a relay must join its 20 ms frames into messages of
 // 200 ms (AudioChunk). Only the Audio Connector takes audio from the
 // server at all; AudioHook Monitor is listen-only and refuses it.
-func Genesys() Protocol { return genesys{} }
+func Genesys() Protocol { return genesysProtocol }
 
 func init() {
-	RegisterProtocol(genesys{})
+	RegisterProtocol(genesysProtocol)
 	RegisterDialect(genesysDialect{})
 }
 
-type genesys struct{}
+type genesys struct{ endpoint }
 
-func (genesys) Name() string { return genesysName }
-
-func (genesys) Path() string { return "/genesys" }
-
-func (genesys) StartsOnConnect() bool { return false }
-
-func (genesys) Buffers() bool { return false }
+var genesysProtocol = genesys{endpoint{name: genesysName, path: "/genesys"}}
 
 // MinFrameMs is 200: Genesys streams 200 ms frames (1,600 bytes of PCMU),
 // longer than the host's default frame limit.
@@ -317,7 +311,7 @@ func (g *genesysSession) open(m *genesysMessage, in *Inbound) error {
 	if p.Language != "" && params["language"] == "" {
 		params = withParam(params, "language", p.Language)
 	}
-	if err := checkCarrierStart(genesysName, params, "open inputVariables",
+	if err := checkCarrierStart(genesysName, params, "open inputVariables", nil,
 		[2]string{"organizationId", p.OrganizationID}, [2]string{"conversationId", p.ConversationID}); err != nil {
 		return err
 	}
@@ -694,11 +688,7 @@ func (b *genesysBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		if err := checkBotAudio(genesysName, len(msg), b.cfg.MaxAudio, b.cfg.Format); err != nil {
-			return err
-		}
-		in.Kind, in.Audio = KindAudio, msg
-		return nil
+		return binaryBotAudio(genesysName, msg, b.cfg.MaxAudio, b.cfg.Format, in)
 	case Text:
 	default:
 		return protocolErrorf(genesysName, "message of unknown WebSocket type %d", int(typ))

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -146,16 +148,20 @@ func (s *scanner) str() []byte {
 	start := s.pos
 	s.pos++
 	for s.pos < len(s.buf) {
-		// Plain characters are nearly all of a message; a local index keeps
-		// their loop in registers.
-		i := s.pos
-		for i < len(s.buf) && s.buf[i] >= 0x20 && s.buf[i] != '"' && s.buf[i] != '\\' {
+		// Plain characters are nearly all of a message (a media payload is
+		// most of it): they are passed over eight at a time, then one at a
+		// time up to the next that is not.
+		buf, i := s.buf, s.pos
+		for i+8 <= len(buf) && plainWord(binary.LittleEndian.Uint64(buf[i:])) {
+			i += 8
+		}
+		for i < len(buf) && plainInString[buf[i]] {
 			i++
 		}
-		if s.pos = i; i == len(s.buf) {
+		if s.pos = i; i == len(buf) {
 			break
 		}
-		switch s.buf[i] {
+		switch buf[i] {
 		case '"':
 			s.pos++
 			return s.buf[start:s.pos]
@@ -334,9 +340,35 @@ func unescapeAt(body []byte, i int) (byte, int) {
 	return c, i + 2 // '"', '\\' or '/'
 }
 
+// plainInString holds the bytes that stand for themselves in a JSON
+// string: all but control characters, the quote and the backslash.
+var plainInString = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// plainWord reports whether the eight bytes of x all stand for themselves
+// in a JSON string, as plainInString says, testing them at once: a byte
+// below 0x20, or one that XORed with '"' or '\\' is zero, sets the high
+// bit of some byte of the matching term (the tests of Bit Twiddling Hacks,
+// hasless and haszero, exact as a whole word's verdict).
+func plainWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, b := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x|(q-ones)&^q|(b-ones)&^b)&highs == 0
+}
+
 // textIs reports whether the string token q stands for the ASCII word want.
 func textIs(q []byte, want string) bool {
 	body, j := q[1:len(q)-1], 0
+	// An escape is longer than the character it stands for, so a body no
+	// longer than want matches only as it is, and a longer one only with
+	// an escape: the dispatch on keys and kinds compares bytes.
+	if len(body) <= len(want) || bytes.IndexByte(body, '\\') < 0 {
+		return string(body) == want
+	}
 	for i := 0; i < len(body); j++ {
 		var c byte
 		if c, i = unescapeAt(body, i); j >= len(want) || c != want[j] {

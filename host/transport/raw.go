@@ -23,19 +23,13 @@ const rawName = "raw"
 // as {"event":"clear"} and plugin events as
 // {"event":"plugin","plugin":P,"name":N,"data":D,"t_ms":T}, with "data"
 // left out when the plugin gave none.
-func Raw() Protocol { return raw{} }
+func Raw() Protocol { return rawProtocol }
 
-func init() { RegisterProtocol(raw{}) }
+func init() { RegisterProtocol(rawProtocol) }
 
-type raw struct{}
+type raw struct{ endpoint }
 
-func (raw) Name() string { return rawName }
-
-func (raw) StartsOnConnect() bool { return true }
-
-func (raw) Buffers() bool { return false }
-
-func (raw) Path() string { return "/ws" }
+var rawProtocol = raw{endpoint{name: rawName, path: "/ws", startsOnConnect: true}}
 
 // NewSession takes the stream's format from the query: ?codec=l16&rate=16000
 // (codec.ParseFormat's names), μ-law at 8 kHz without one.

@@ -33,14 +33,10 @@ func (rawDialect) Name() string { return rawName }
 func (rawDialect) CheckFormat(f codec.Format) error { return f.Check() }
 
 func (rawDialect) NewBotSession(cfg BotConfig) BotSession {
-	checkMaxAudio(cfg.MaxAudio)
-	return &rawBot{cfg: cfg, out: make([]byte, 0, 256)}
+	return &rawBot{newBinaryBot(cfg)}
 }
 
-type rawBot struct {
-	cfg BotConfig
-	out []byte // the last rendered text message; the writing goroutine's
-}
+type rawBot struct{ binaryBot }
 
 func (r *rawBot) Open(send func(MessageType, []byte) error) error {
 	c := r.cfg.Call
@@ -62,16 +58,9 @@ func (r *rawBot) Open(send func(MessageType, []byte) error) error {
 	return send(Text, r.out)
 }
 
-// Audio sends the audio itself, as a binary message.
-func (r *rawBot) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
-
 // DTMF renders a dtmf event; there is none for a byte that is not a key.
 func (r *rawBot) DTMF(digit byte) (MessageType, []byte, bool) {
-	if !validDigit(digit) {
-		return 0, nil, false
-	}
-	r.out = append(append(r.out[:0], `{"event":"dtmf","digit":"`...), digit, '"', '}')
-	return Text, r.out, true
+	return textDigit(&r.out, `{"event":"dtmf","digit":"`, digit)
 }
 
 func (r *rawBot) MarkPlayed(name string) (MessageType, []byte, bool) {
@@ -108,11 +97,7 @@ func (r *rawBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		if err := checkBotAudio(rawName, len(msg), r.cfg.MaxAudio, r.cfg.Format); err != nil {
-			return err
-		}
-		in.Kind, in.Audio = KindAudio, msg
-		return nil
+		return binaryBotAudio(rawName, msg, r.cfg.MaxAudio, r.cfg.Format, in)
 	case Text:
 		err := decodeRawControl(msg, in)
 		if in.Kind == KindDTMF {

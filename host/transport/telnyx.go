@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,38 +39,44 @@ const telnyxCodecQuery = "stream_bidirectional_codec"
 // the stream_url says ?stream_bidirectional_codec=PCMU|PCMA|L16. A call
 // that arrives in PCMA (Europe) and takes PCMU back is transcoded sample
 // for sample; the rate is the same both ways.
-func Telnyx() Protocol { return telnyx{} }
+func Telnyx() Protocol { return telnyx }
+
+// telnyx is Twilio's shape with Telnyx's names: no stream id in what the
+// host sends (so a mark or clear may go before start), L16 in network byte
+// order, a send codec of its own and an error message.
+var telnyx = newJSONCarrier(jsonCarrier{
+	// Telnyx plays what it is sent in order and returns each mark once the
+	// media before it has finished; a clear returns the queued ones.
+	endpoint:    endpoint{name: telnyxName, path: "/telnyx", buffers: true},
+	carrier:     "Telnyx",
+	id:          "stream_id",
+	bareTakes:   true,
+	seqKey:      "sequence_number",
+	format:      codec.Telephony,
+	networkL16:  true,
+	checkFormat: codec.Format.Check, // PCMU and PCMA at 8 kHz, L16 at 8, 16 and 24 kHz
+	connect:     telnyxConnect,
+	start:       telnyxStart,
+	events:      []jsonEvent{{event: "error", decode: decodeTelnyxError}},
+	newBot:      func(b carrierBot) BotSession { return &telnyxBot{b} },
+})
 
 func init() {
-	RegisterProtocol(telnyx{})
-	RegisterDialect(telnyxDialect{})
+	RegisterProtocol(telnyx)
+	RegisterDialect(telnyx)
 }
 
-type telnyx struct{}
-
-func (telnyx) Name() string { return telnyxName }
-
-func (telnyx) Path() string { return "/telnyx" }
-
-func (telnyx) StartsOnConnect() bool { return false }
-
-// Buffers is true: Telnyx plays what it is sent in order and returns each
-// mark once the media before it has finished.
-func (telnyx) Buffers() bool { return true }
-
-// NewSession reads ?stream_bidirectional_codec=; the stream's own format
-// comes with its start message.
-func (telnyx) NewSession(cfg SessionConfig) (Session, error) {
-	cfg.maxAudio(codec.Telephony) // a limit no frame could pass is caught here
-	s := &telnyxSession{carrierStream: carrierStream{protocol: telnyxName, carrier: "Telnyx", cfg: cfg, format: codec.Telephony}}
-	if q := cfg.Query.Get(telnyxCodecQuery); q != "" {
+// telnyxConnect reads ?stream_bidirectional_codec=; the stream's own
+// format comes with its start message.
+func telnyxConnect(s *jsonSession) error {
+	if q := s.cfg.Query.Get(telnyxCodecQuery); q != "" {
 		enc, ok := telnyxEncoding(q)
 		if !ok {
-			return nil, fmt.Errorf("telnyx: %s=%s is not a codec voxhost sends (want PCMU, PCMA or L16)", telnyxCodecQuery, excerpt(q))
+			return fmt.Errorf("telnyx: %s=%s is not a codec voxhost sends (want PCMU, PCMA or L16)", telnyxCodecQuery, excerpt(q))
 		}
 		s.sendSet, s.send.Encoding = true, enc
 	}
-	return s, nil
+	return nil
 }
 
 // telnyxEncoding reads a codec as Telnyx names it.
@@ -99,47 +103,8 @@ func telnyxEncodingName(e codec.Encoding) string {
 	return "PCMU"
 }
 
-type telnyxSession struct {
-	noHangup
-	carrierStream
-	sendSet bool
-	send    codec.Format // what Telnyx takes back, at the stream's rate
-	pcm     []byte       // a frame decoded for transcoding
-	conv    []byte       // a frame in the send format
-}
-
-func (t *telnyxSession) Format() codec.Format { return t.format }
-
-func (t *telnyxSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
-	*in = Inbound{}
-	f, err := t.scan(typ, msg)
-	if err != nil {
-		return err
-	}
-	switch {
-	case textIs(f.event, "media"):
-		if err := t.media(&f, in); err != nil || in.Kind != KindAudio {
-			return err
-		}
-		if t.format.Encoding == codec.L16 {
-			swap16(in.Audio, in.Audio) // network byte order to the host's
-		}
-	case textIs(f.event, "start"):
-		return t.start(msg, in)
-	case textIs(f.event, "dtmf"):
-		return decodeCarrierDTMF(telnyxName, msg, in)
-	case textIs(f.event, "mark"):
-		return decodeCarrierMark(telnyxName, msg, in)
-	case textIs(f.event, "error"):
-		return decodeTelnyxError(msg, in)
-	case textIs(f.event, "stop"):
-		in.Kind = KindStop
-	}
-	return nil
-}
-
 // telnyxStart is what the host reads of a start message.
-type telnyxStart struct {
+type telnyxStartMsg struct {
 	StreamID string `json:"stream_id"`
 	Start    *struct {
 		UserID           string             `json:"user_id"`
@@ -151,29 +116,29 @@ type telnyxStart struct {
 	} `json:"start"`
 }
 
-func (t *telnyxSession) start(msg []byte, in *Inbound) error {
-	var m telnyxStart
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(telnyxName, "bad start message: %v", err)
+func telnyxStart(s *jsonSession, msg []byte) (*Start, error) {
+	var m telnyxStartMsg
+	if err := decodeMessage(telnyxName, "start", msg, &m); err != nil {
+		return nil, err
 	}
 	st := m.Start
 	switch {
 	case st == nil:
-		return protocolErrorf(telnyxName, "start message without a start object")
+		return nil, protocolErrorf(telnyxName, "start message without a start object")
 	case m.StreamID == "":
-		return protocolErrorf(telnyxName, "start message without stream_id")
+		return nil, protocolErrorf(telnyxName, "start message without stream_id")
 	}
 	params := withFromTo(st.CustomParameters, st.From, st.To)
-	if err := checkCarrierStart(telnyxName, params, "start.custom_parameters",
+	if err := checkCarrierStart(telnyxName, params, "start.custom_parameters", nil,
 		[2]string{"stream_id", m.StreamID}, [2]string{"start.call_control_id", st.CallControlID}, [2]string{"start.user_id", st.UserID}); err != nil {
-		return err
+		return nil, err
 	}
 	f, err := telnyxFormat(st.MediaFormat)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	send := t.send
-	if !t.sendSet {
+	send := s.send
+	if !s.sendSet {
 		send.Encoding = codec.Mulaw // Telnyx's default, at 8 kHz
 		if f.Rate != 8000 {
 			send.Encoding = codec.L16
@@ -181,21 +146,11 @@ func (t *telnyxSession) start(msg []byte, in *Inbound) error {
 	}
 	send.Rate = f.Rate
 	if send.Check() != nil {
-		return unsupportedFormat(telnyxName, "the stream is %s, but %s=%s is carried at 8000 Hz only and voxhost sends at the stream's rate: start the stream with stream_bidirectional_codec L16 and ?%s=L16 on its stream_url",
+		return nil, unsupportedFormat(telnyxName, "the stream is %s, but %s=%s is carried at 8000 Hz only and voxhost sends at the stream's rate: start the stream with stream_bidirectional_codec L16 and ?%s=L16 on its stream_url",
 			f, telnyxCodecQuery, telnyxEncodingName(send.Encoding), telnyxCodecQuery)
 	}
-	t.begin(f)
-	t.send = send
-	if maxSend := t.maxAudio / f.SampleBytes() * send.SampleBytes(); maxSend > t.maxAudio {
-		t.out = make([]byte, 0, carrierOverhead+base64.StdEncoding.EncodedLen(maxSend))
-	}
-	if send != f || f.Encoding == codec.L16 {
-		t.pcm = make([]byte, 2*t.maxAudio)
-		t.conv = make([]byte, 2*t.maxAudio)
-	}
-	in.Kind = KindStart
-	in.Start = &Start{StreamID: m.StreamID, CallID: st.CallControlID, AccountID: st.UserID, Params: params}
-	return nil
+	s.begin(m.StreamID, f, send)
+	return &Start{StreamID: m.StreamID, CallID: st.CallControlID, AccountID: st.UserID, Params: params}, nil
 }
 
 // telnyxMediaFormat is a start's media_format.
@@ -231,8 +186,8 @@ func decodeTelnyxError(msg []byte, in *Inbound) error {
 			Detail string  `json:"detail"`
 		} `json:"payload"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(telnyxName, "bad error message: %v", err)
+	if err := decodeMessage(telnyxName, "error", msg, &m); err != nil {
+		return err
 	}
 	if m.Payload == nil {
 		return protocolErrorf(telnyxName, "error message without a payload object")
@@ -240,72 +195,6 @@ func decodeTelnyxError(msg []byte, in *Inbound) error {
 	p := m.Payload
 	in.Kind, in.Text = KindError, cutText(fmt.Sprintf("error %d %s: %s", p.Code.n, p.Title, p.Detail), maxBotErrorText)
 	return nil
-}
-
-// Audio renders a media message in what Telnyx takes back.
-func (t *telnyxSession) Audio(frame []byte) (MessageType, []byte) {
-	b := append(t.out[:0], `{"event":"media","media":{"payload":"`...)
-	b = base64.StdEncoding.AppendEncode(b, t.outbound(frame))
-	t.out = append(b, `"}}`...)
-	return Text, t.out
-}
-
-// outbound converts a frame in the stream's format into the send format:
-// G.711 to the other law through PCM, anything to L16 in network order.
-func (t *telnyxSession) outbound(frame []byte) []byte {
-	if t.send == t.format && t.send.Encoding != codec.L16 {
-		return frame
-	}
-	pcm := frame
-	if t.format.Encoding != codec.L16 {
-		t.pcm = grown(t.pcm, 2*len(frame))
-		pcm = t.pcm[:t.format.Decode(t.pcm, frame)]
-	}
-	t.conv = grown(t.conv, len(pcm))
-	if t.send.Encoding != codec.L16 {
-		return t.conv[:t.send.Encode(t.conv, pcm)]
-	}
-	return swap16(t.conv, pcm)
-}
-
-// Mark renders a mark message; Telnyx returns it once the media sent
-// before it has played.
-func (t *telnyxSession) Mark(name string) (MessageType, []byte, bool) {
-	t.out = appendMarkMember(append(t.out[:0], `{"event":"mark"`...), name)
-	return Text, t.out, true
-}
-
-// Clear renders a clear message: Telnyx stops the media playing, drops
-// what is queued and returns the queued marks.
-func (t *telnyxSession) Clear() (MessageType, []byte, bool) {
-	t.out = append(t.out[:0], `{"event":"clear"}`...)
-	return Text, t.out, true
-}
-
-// Event renders nothing: Telnyx takes media, mark and clear only.
-func (t *telnyxSession) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// swap16 writes the 16-bit samples of src into dst with their two bytes
-// swapped, between little-endian and network byte order, and returns the
-// samples written; dst may be src. A trailing odd byte is left out.
-func swap16(dst, src []byte) []byte {
-	n := len(src) &^ 1
-	dst = dst[:n]
-	for i := 0; i < n; i += 2 {
-		dst[i], dst[i+1] = src[i+1], src[i]
-	}
-	return dst
-}
-
-// grown returns b with length n, reallocated only when its capacity is
-// short: the audio path's buffers are sized at start and keep their size.
-func grown(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
 }
 
 // The telnyx dialect: voxhost speaks Telnyx media streaming to the bot as
@@ -321,26 +210,7 @@ func grown(b []byte, n int) []byte {
 // the bot: media, mark and clear; anything else is ignored. L16 goes both
 // ways in network byte order. As with Twilio, a bot learns of a barge-in
 // the host detects only by its marks coming back.
-type telnyxDialect struct{}
-
-func (telnyxDialect) Name() string { return telnyxName }
-
-// CheckFormat takes every format a leg carries: Telnyx streams PCMU and
-// PCMA at 8 kHz and L16 at 8, 16 and 24 kHz.
-func (telnyxDialect) CheckFormat(f codec.Format) error { return f.Check() }
-
-func (telnyxDialect) NewBotSession(cfg BotConfig) BotSession {
-	b := &telnyxBot{carrierBot: newCarrierBot(telnyxName, "stream_id", cfg)}
-	if cfg.Format.Encoding == codec.L16 {
-		b.be = make([]byte, cfg.MaxAudio)
-	}
-	return b
-}
-
-type telnyxBot struct {
-	carrierBot
-	be []byte // L16 in network byte order; the writing goroutine's
-}
+type telnyxBot struct{ carrierBot }
 
 // Open sends connected, then start.
 func (t *telnyxBot) Open(send func(MessageType, []byte) error) error {
@@ -368,25 +238,8 @@ func (t *telnyxBot) Open(send func(MessageType, []byte) error) error {
 	return send(Text, t.out)
 }
 
-// Audio renders a media message of the inbound track.
-func (t *telnyxBot) Audio(audio []byte) (MessageType, []byte) {
-	if t.format.Encoding == codec.L16 {
-		t.be = grown(t.be, len(audio))
-		audio = swap16(t.be, audio)
-	}
-	t.chunk++
-	b := t.open("media")
-	b = append(b, `,"media":{"track":"inbound","chunk":`...)
-	b = appendCount(b, t.chunk)
-	b = append(b, `,"timestamp":`...)
-	b = appendCount(b, t.sentMs())
-	b = append(b, `,"payload":"`...)
-	b = base64.StdEncoding.AppendEncode(b, audio)
-	b = append(append(b, `"}`...), t.idMember...)
-	t.out = append(b, '}')
-	t.sent += int64(len(audio))
-	return Text, t.out
-}
+// Audio renders a media message of the inbound track, as Twilio's.
+func (t *telnyxBot) Audio(audio []byte) (MessageType, []byte) { return t.trackedMedia(t.wire(audio)) }
 
 // DTMF renders a dtmf message, stamped with occurred_at as Telnyx does;
 // there is none for a byte that is not a key.
@@ -416,13 +269,4 @@ func (t *telnyxBot) Stop() (MessageType, []byte, bool) {
 	b = append(append(b, '}'), t.idMember...)
 	t.out = append(b, '}')
 	return Text, t.out, true
-}
-
-// Decode reads what a bot sends Telnyx: media, mark and clear.
-func (t *telnyxBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
-	err := t.decode("Telnyx takes", typ, msg, in)
-	if err == nil && in.Kind == KindAudio && t.format.Encoding == codec.L16 {
-		swap16(in.Audio, in.Audio)
-	}
-	return err
 }

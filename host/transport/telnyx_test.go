@@ -385,10 +385,7 @@ func TestTelnyxDialectConformance(t *testing.T) {
 		t.Errorf("dtmf message %s", msg)
 	}
 
-	send, sentOnBargeIn := collect()
-	if err := b.Interrupted(40, false, send); err != nil || len(*sentOnBargeIn) != 0 {
-		t.Errorf("Interrupted sent %v (%v); Telnyx has no message for a barge-in", *sentOnBargeIn, err)
-	}
+	wantNoBargeInMessage(t, b, "Telnyx")
 }
 
 // What a bot sends Telnyx, in the guide's examples: media, mark and clear.

@@ -205,6 +205,28 @@ type Protocol interface {
 	Buffers() bool
 }
 
+// endpoint is what a Protocol says of itself besides its sessions, as
+// data: a protocol's type embeds it and adds NewSession and whichever of
+// the optional interfaces below it implements.
+type endpoint struct {
+	name, path      string
+	startsOnConnect bool
+	buffers         bool
+}
+
+// Name names the protocol.
+func (e endpoint) Name() string { return e.name }
+
+// Path is the endpoint the server mounts the protocol at.
+func (e endpoint) Path() string { return e.path }
+
+// StartsOnConnect reports whether the stream starts when the socket opens.
+func (e endpoint) StartsOnConnect() bool { return e.startsOnConnect }
+
+// Buffers reports whether the client keeps a playout buffer and returns
+// marks once played.
+func (e endpoint) Buffers() bool { return e.buffers }
+
 // Framer is implemented by protocols that run over a plain byte stream
 // (TCP) rather than WebSocket messages, and frame their own messages
 // (AudioSocket's type and length header). The server reads a leg of such
@@ -225,6 +247,19 @@ type Framer interface {
 type FrameFloor interface {
 	// MinFrameMs is the longest frame the carrier sends, in ms.
 	MinFrameMs() int
+}
+
+// AudioChunker is implemented by a Protocol that takes audio only in
+// messages of at least minBytes bytes that are a whole multiple of
+// multiple bytes (Exotel: 3,200 and 320; "smaller chunks risk audio
+// distortion"). The host sends frames of 20 ms, so for such a caller it
+// must join ceil(minBytes/frame) frames into one message (200 ms at
+// 8 kHz, 100 ms at 16 kHz, 80 ms at 24 kHz), holding back a tail until
+// the next frames or the end of what the bot said.
+type AudioChunker interface {
+	// AudioChunk returns the fewest bytes an audio message in f may carry
+	// and the unit its size must be a multiple of.
+	AudioChunk(f codec.Format) (minBytes, multiple int)
 }
 
 // OrderedReplies is implemented by a Protocol whose messages to the far end

@@ -100,10 +100,7 @@ func TestTwilioDialectConformance(t *testing.T) {
 		}
 	}
 
-	send, sentOnBargeIn := collect()
-	if err := b.Interrupted(40, false, send); err != nil || len(*sentOnBargeIn) != 0 {
-		t.Errorf("Interrupted sent %v (%v); Twilio has no message for a barge-in", *sentOnBargeIn, err)
-	}
+	wantNoBargeInMessage(t, b, "Twilio")
 }
 
 // TestTwilioDialectDecodesWhatBotsSend decodes the three messages the

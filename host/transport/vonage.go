@@ -38,22 +38,16 @@ const vonageName = "vonage"
 // Vonage takes 20 ms messages only, so a shorter frame (the end of a bot's
 // answer) is padded with silence to 20 ms. It has no message for plugin
 // events or for hanging up: the call ends with the close.
-func Vonage() Protocol { return vonage{} }
+func Vonage() Protocol { return vonageProtocol }
 
 func init() {
-	RegisterProtocol(vonage{})
+	RegisterProtocol(vonageProtocol)
 	RegisterDialect(vonageDialect{})
 }
 
-type vonage struct{}
+type vonage struct{ endpoint }
 
-func (vonage) Name() string { return vonageName }
-
-func (vonage) Path() string { return "/vonage" }
-
-func (vonage) StartsOnConnect() bool { return false }
-
-func (vonage) Buffers() bool { return true }
+var vonageProtocol = vonage{endpoint{name: vonageName, path: "/vonage", buffers: true}}
 
 // ClearDropsMarks is true: a clear discards the audio Vonage holds, and
 // its guide does not say the notifies queued behind it still come; the
@@ -216,8 +210,8 @@ func (v *vonageSession) connected(msg []byte, in *Inbound) error {
 		return protocolErrorf(vonageName, "a second websocket:connected on one stream")
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return protocolErrorf(vonageName, "bad websocket:connected message: %v", err)
+	if err := decodeMessage(vonageName, "websocket:connected", msg, &m); err != nil {
+		return err
 	}
 	f := vonageDefault
 	if raw, ok := m["content-type"]; ok {
@@ -356,14 +350,10 @@ func (vonageDialect) CheckFormat(f codec.Format) error {
 }
 
 func (vonageDialect) NewBotSession(cfg BotConfig) BotSession {
-	checkMaxAudio(cfg.MaxAudio)
-	return &vonageBot{cfg: cfg, out: make([]byte, 0, 256)}
+	return &vonageBot{newBinaryBot(cfg)}
 }
 
-type vonageBot struct {
-	cfg BotConfig
-	out []byte // the last rendered text message; the writing goroutine's
-}
+type vonageBot struct{ binaryBot }
 
 func (v *vonageBot) Open(send func(MessageType, []byte) error) error {
 	b := append(v.out[:0], `{"event":"websocket:connected","content-type":`...)
@@ -381,17 +371,10 @@ func (v *vonageBot) Open(send func(MessageType, []byte) error) error {
 	return send(Text, v.out)
 }
 
-// Audio sends the audio itself, as a binary message.
-func (v *vonageBot) Audio(audio []byte) (MessageType, []byte) { return Binary, audio }
-
 // DTMF renders a websocket:dtmf; there is none for a byte that is not a
 // key.
 func (v *vonageBot) DTMF(digit byte) (MessageType, []byte, bool) {
-	if !validDigit(digit) {
-		return 0, nil, false
-	}
-	v.out = append(append(v.out[:0], `{"event":"websocket:dtmf","digit":"`...), digit, '"', '}')
-	return Text, v.out, true
+	return textDigit(&v.out, `{"event":"websocket:dtmf","digit":"`, digit)
 }
 
 // MarkPlayed returns the payload of the bot's notify, which is the mark's
@@ -436,11 +419,7 @@ func (v *vonageBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
-		if err := checkBotAudio(vonageName, len(msg), v.cfg.MaxAudio, v.cfg.Format); err != nil {
-			return err
-		}
-		in.Kind, in.Audio = KindAudio, msg
-		return nil
+		return binaryBotAudio(vonageName, msg, v.cfg.MaxAudio, v.cfg.Format, in)
 	case Text:
 	default:
 		return protocolErrorf(vonageName, "message of unknown WebSocket type %d", int(typ))

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/host/transport"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // Vonage's messages as its guide "WebSockets"

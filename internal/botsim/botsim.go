@@ -61,7 +61,7 @@ func ParseMode(s string) (Mode, error) {
 
 // Speech is the recording speak mode sends.
 type Speech struct {
-	// PCM is mono PCM16LE, as host/audiofile reads it.
+	// PCM is mono PCM16LE, as internal/audiofile reads it.
 	PCM []byte
 	// Rate is PCM's sample rate; the simulator resamples it to the
 	// call's.
@@ -86,7 +86,7 @@ type Config struct {
 	// Delay is how long echo mode holds each frame before sending it back.
 	Delay time.Duration
 	// Speech is what speak mode sends; empty means two seconds of
-	// host/signal's speech-like test signal, named "speech".
+	// internal/signal's speech-like test signal, named "speech".
 	Speech Speech
 	// Speed paces speak mode: 1 sends the recording in real time, 2 twice
 	// as fast; 0 sends it as fast as the socket takes it.

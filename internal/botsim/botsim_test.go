@@ -14,8 +14,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/botsim"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 func dial(t *testing.T, url string, header http.Header) *websocket.Conn {

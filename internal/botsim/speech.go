@@ -2,7 +2,7 @@ package botsim
 
 import (
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // defaultSpeech is what speak mode says without a recording: two seconds

@@ -16,9 +16,9 @@ import (
 	"testing"
 
 	"github.com/voxhost/voxhost/host/catalog"
-	"github.com/voxhost/voxhost/host/offline"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/internal/offline"
 )
 
 // LogBuffer collects a host's log lines (an io.Writer for a slog handler)

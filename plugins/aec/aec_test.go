@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voxhost/voxhost/host/audiofile"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/audiofile"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 const (

@@ -12,13 +12,13 @@ import (
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // delay is the documented group delay of one resampler, in samples at the
 // lower of its two rates.
-const delay = 28
+const delay = 57
 
 // process pushes pcm through p in frames of frame samples (the last one may
 // be shorter) and returns the output of each frame; with flush, the tail the
@@ -78,7 +78,7 @@ func snr(in, out []float64, d, skip int) float64 {
 // TestRoundTrip: 8 kHz up to R and back down, through the host pipeline in
 // 20 ms frames. The total delay, found by cross-correlation on noise, is
 // twice the documented group delay; a 1 kHz sine comes back with an SNR of
-// at least 40 dB once it is compensated.
+// at least 90 dB once it is compensated.
 func TestRoundTrip(t *testing.T) {
 	c := hosttest.Catalog(t)
 	for _, mid := range []int{16000, 24000, 32000, 48000} {
@@ -101,8 +101,8 @@ func TestRoundTrip(t *testing.T) {
 		in, got := signal.Floats(sine), signal.Floats(join(process(t, p, sine, 160, true)))
 		ratio := snr(in, got, d, 200)
 		t.Logf("8000 -> %d -> 8000 Hz: delay %d samples (%.1f ms), 1 kHz sine SNR %.1f dB", mid, d, float64(d)/8, ratio)
-		if ratio < 40 {
-			t.Errorf("%s: 1 kHz sine SNR %.1f dB, want >= 40", spec, ratio)
+		if ratio < 90 {
+			t.Errorf("%s: 1 kHz sine SNR %.1f dB, want >= 90", spec, ratio)
 		}
 	}
 }
@@ -125,6 +125,9 @@ func TestOutputCount(t *testing.T) {
 		{"resample to=8000", 48000, 960, 1.0 / 6},
 		{"resample to=16000", 48000, 960, 1.0 / 3},
 		{"resample to=8000", 8000, 160, 1},
+		{"resample to=24000", 16000, 320, 1.5},
+		{"resample to=16000", 24000, 480, 2.0 / 3},
+		{"resample to=48000", 32000, 640, 1.5},
 	} {
 		p := hosttest.Pipeline(t, c, tc.spec, pipeline.CallConfig{InputRate: tc.in})
 		pcm := signal.Speech(tc.in, 0.2)
@@ -151,6 +154,8 @@ func TestFramingDoesNotMatter(t *testing.T) {
 		{"resample to=48000", 8000, 0.15, []int{8, 40, 3}},
 		{"resample to=8000", 16000, 0.4, []int{16, 48, 17, 1}},
 		{"resample to=8000", 48000, 0.15, []int{48, 96, 5, 7}},
+		{"resample to=24000", 16000, 0.3, []int{32, 7, 3, 1}},
+		{"resample to=16000", 24000, 0.3, []int{48, 7, 5, 1}},
 	} {
 		// A 440 Hz sine plus a little noise.
 		pcm := signal.Mix(signal.Tone(tc.in, 440, 0.5, tc.seconds), signal.Noise(tc.in, tc.seconds, 0.05, 2))
@@ -264,7 +269,9 @@ func sweep(rate int, f0, f1, amp, seconds float64) []byte {
 }
 
 // TestNoImagesAbove4kHz: upsampled white noise and a 100-3900 Hz sweep carry
-// no energy above 4 kHz beyond -40 dB relative to the energy below it.
+// no energy above 4 kHz beyond -85 dB relative to the energy below it: the
+// 16-bit output's own rounding noise, spread over the band, is about that
+// (quality_test.go measures single images, to -100 dB and below).
 func TestNoImagesAbove4kHz(t *testing.T) {
 	c := hosttest.Catalog(t)
 	inputs := map[string][]byte{
@@ -280,8 +287,8 @@ func TestNoImagesAbove4kHz(t *testing.T) {
 			// Beyond the transition band the images are gone entirely.
 			beyond := bandDB(power, to, 4500)
 			t.Logf("%s at %d Hz: energy above 4 kHz %.1f dB, above 4.5 kHz %.1f dB (relative to below)", name, to, above, beyond)
-			if above > -40 {
-				t.Errorf("%s at %d Hz: energy above 4 kHz is %.1f dB, want <= -40", name, to, above)
+			if above > -85 {
+				t.Errorf("%s at %d Hz: energy above 4 kHz is %.1f dB, want <= -85", name, to, above)
 			}
 		}
 	}
@@ -301,8 +308,8 @@ func TestDownsamplingRejectsAliases(t *testing.T) {
 			if f < 4000 && math.Abs(gain) > 0.1 {
 				t.Errorf("%d Hz: %.0f Hz tone at %.2f dB, want 0", in, f, gain)
 			}
-			if f > 4000 && gain > -60 {
-				t.Errorf("%d Hz: %.0f Hz tone aliases at %.1f dB, want <= -60", in, f, gain)
+			if f > 4000 && gain > -85 {
+				t.Errorf("%d Hz: %.0f Hz tone aliases at %.1f dB, want <= -85", in, f, gain)
 			}
 		}
 	}
@@ -357,7 +364,7 @@ func TestBadConfigAndRates(t *testing.T) {
 		{"resample to=-8000", 8000, abi.StatusBadConfig},
 		{"resample to=44100", 8000, abi.StatusBadRate},
 		{"resample to=40000", 8000, abi.StatusBadRate}, // x5
-		{"resample to=12000", 8000, abi.StatusBadRate}, // x1.5
+		{"resample to=10000", 8000, abi.StatusBadRate}, // x5/4
 		{"resample to=8000", 44100, abi.StatusBadRate}, // /5.5125
 		{"resample to=96000", 8000, abi.StatusBadRate}, // x12
 	} {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
-	"github.com/voxhost/voxhost/host/signal"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 const (

@@ -12,12 +12,12 @@ import (
 	"testing"
 
 	"github.com/voxhost/voxhost/abi"
-	"github.com/voxhost/voxhost/host/audiofile"
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/host/plugin"
-	"github.com/voxhost/voxhost/host/signal"
+	"github.com/voxhost/voxhost/internal/audiofile"
 	"github.com/voxhost/voxhost/internal/hosttest"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 const (

@@ -44,8 +44,18 @@ const RELATIVE_PEAK: f32 = 2.0;
 /// tone 1.5% off its frequency (which Q.24 requires to pass) reads up to
 /// 0.9 dB low in a 10 ms block, and a tone exactly at the limit must pass.
 const TWIST_ALLOWANCE_DB: f64 = 1.0;
-/// Blocks without the key after which the same key may count again.
-const GAP_BLOCKS: u32 = 2;
+/// Blocks without the key after which the same key may count again. A
+/// drop-out of up to 10 ms touches at most two blocks, so it does not
+/// release the key (Q.24: interruptions of 10 ms or less are bridged); a
+/// 40 ms pause always spans at least three whole blocks, so it does.
+const GAP_BLOCKS: u32 = 3;
+/// Largest frequency deviation accepted, as a fraction of the nominal
+/// frequency, on either tone: Q.24 requires accepting 1.5% and rejecting
+/// 3.5%, and this is the middle. It is measured from the phase each tone
+/// advances between consecutive blocks (see `Dtmf::coherent`): a 10 ms block
+/// alone cannot tell 697 Hz from 673 Hz (3.5% off): the fit still explains
+/// 82% of it.
+const MAX_DEVIATION: f64 = 0.025;
 /// A full-scale sine: 0 dBFS.
 const FULL_SCALE: f64 = 32767.0;
 
@@ -80,6 +90,12 @@ struct Dtmf {
     gram_inv: [[f32; 16]; 16],
     /// min_amplitude^2.
     min_power: f32,
+    /// cos(w N), sin(w N) per filter: the phase a tone at the nominal
+    /// frequency advances in one block of N samples.
+    advance: [[f32; 2]; 8],
+    /// cos(d) per filter, d the phase a tone MAX_DEVIATION off the nominal
+    /// frequency gains on it in one block (negative when d exceeds pi/2).
+    drift_cos: [f32; 8],
 
     // The block being accumulated.
     s1: [f32; 8],
@@ -88,9 +104,12 @@ struct Dtmf {
     filled: u32,
 
     // Key state.
-    /// The key the last blocks named, and how many in a row.
+    /// The key the last blocks named, how many in a row whose tones kept
+    /// their frequency from block to block, and the last block's fitted
+    /// tones (cos and sin coefficients of the row tone, then the column's).
     candidate: u8,
     run: u32,
+    fit: [f32; 4],
     /// The key reported and still down, and blocks since it was last seen.
     down: u8,
     missed: u32,
@@ -110,12 +129,15 @@ impl Dtmf {
             rot: [[0.0; 4]; 8],
             gram_inv: [[0.0; 16]; 16],
             min_power: 0.0,
+            advance: [[0.0; 2]; 8],
+            drift_cos: [0.0; 8],
             s1: [0.0; 8],
             s2: [0.0; 8],
             energy: 0,
             filled: 0,
             candidate: NONE,
             run: 0,
+            fit: [0.0; 4],
             down: NONE,
             missed: 0,
         }
@@ -175,17 +197,19 @@ impl Dtmf {
         (u * cp + v * sp, u * sp - v * cp)
     }
 
-    /// Ends the block: the key it names, if any, and a fresh block.
-    fn classify(&mut self) -> u8 {
-        let key = self.judge();
+    /// Ends the block: the key it names, if any, with its two fitted tones,
+    /// and a fresh block.
+    fn classify(&mut self) -> (u8, [f32; 4]) {
+        let judged = self.judge();
         self.s1 = [0.0; 8];
         self.s2 = [0.0; 8];
         self.energy = 0;
         self.filled = 0;
-        key
+        judged
     }
 
-    fn judge(&self) -> u8 {
+    fn judge(&self) -> (u8, [f32; 4]) {
+        const NO_KEY: (u8, [f32; 4]) = (NONE, [0.0; 4]);
         let mut p = [0f32; 8];
         for k in 0..8 {
             let (a, b) = (self.s1[k], self.s2[k]);
@@ -196,7 +220,7 @@ impl Dtmf {
         let (pr, pc) = (p[row], p[4 + col]);
         for k in 0..4 {
             if (k != row && p[k] * RELATIVE_PEAK > pr) || (k != col && p[4 + k] * RELATIVE_PEAK > pc) {
-                return NONE;
+                return NO_KEY;
             }
         }
         // Least-squares fit of the two tones: theta = G^-1 b, where b are the
@@ -213,28 +237,62 @@ impl Dtmf {
         let ac = t[2] * t[2] + t[3] * t[3]; // column tone amplitude^2
         // Minimum level of each tone (and so of the signal).
         if !(ar >= self.min_power && ac >= self.min_power) {
-            return NONE;
+            return NO_KEY;
         }
         // Twist: normal (high group louder) and reverse (low group louder).
         if ac > self.twist * ar || ar > self.reverse_twist * ac {
-            return NONE;
+            return NO_KEY;
         }
         // The energy the two tones explain, against the block's.
         let fitted = t[0] * b[0] + t[1] * b[1] + t[2] * b[2] + t[3] * b[3];
         if fitted < ENERGY_RATIO * self.energy as f32 {
-            return NONE;
+            return NO_KEY;
         }
-        KEYS[4 * row + col]
+        (KEYS[4 * row + col], t)
     }
 
-    /// Advances the key state by one block that named `key` (or NONE).
-    fn step(&mut self, key: u8) {
-        if key == self.candidate {
+    /// Whether both tones of `key`, fitted as `fit` in this block and as
+    /// `self.fit` in the one before, kept their frequency within
+    /// MAX_DEVIATION: a tone at w + e advances e N more than the nominal w N
+    /// from one block to the next, and the fit's complex amplitude
+    /// a - jb (for a cos + b sin) turns by exactly that.
+    fn coherent(&self, key: u8, fit: &[f32; 4]) -> bool {
+        let index = KEYS.iter().position(|&k| k == key).unwrap_or(0);
+        let (row, col) = (index / 4, 4 + index % 4);
+        self.tone_coherent(row, fit[0], fit[1], self.fit[0], self.fit[1])
+            && self.tone_coherent(col, fit[2], fit[3], self.fit[2], self.fit[3])
+    }
+
+    /// Whether the tone of filter k, (a, b) now and (pa, pb) a block
+    /// before, drifted by at most the allowed phase: with z = A conj(P)
+    /// e^{-jwN} (A = a - jb, P = pa - jpb), cos(arg z) >= cos(d), tested on
+    /// squares since core has no sqrt: |z|^2 = |A|^2 |P|^2.
+    #[inline(always)]
+    fn tone_coherent(&self, k: usize, a: f32, b: f32, pa: f32, pb: f32) -> bool {
+        let (zr, zi) = (a * pa + b * pb, a * pb - b * pa);
+        let [cn, sn] = self.advance[k];
+        let re = zr * cn + zi * sn;
+        let bound = self.drift_cos[k] * self.drift_cos[k] * (a * a + b * b) * (pa * pa + pb * pb);
+        if self.drift_cos[k] < 0.0 {
+            re >= 0.0 || re * re <= bound // cos(d) < 0
+        } else {
+            re > 0.0 && re * re >= bound
+        }
+    }
+
+    /// Advances the key state by one block that named `key` (or NONE) with
+    /// the fitted tones `fit`.
+    fn step(&mut self, key: u8, fit: [f32; 4]) {
+        // A run is of blocks that name the same key with its tones coherent
+        // from each block to the next: a tone off its nominal frequency
+        // starts a new run at every block and never counts.
+        if key == self.candidate && (key == NONE || self.coherent(key, &fit)) {
             self.run = self.run.saturating_add(1);
         } else {
             self.candidate = key;
             self.run = 1;
         }
+        self.fit = fit;
         if self.down != NONE {
             if key == self.down {
                 self.missed = 0;
@@ -313,6 +371,10 @@ impl Plugin for Dtmf {
             let (cp, sp) = cos_sin(w[k] * (n - 1.0));
             self.coef[k] = (2.0 * c) as f32;
             self.rot[k] = [c as f32, s as f32, cp as f32, sp as f32];
+            let (ca, sa) = cos_sin(w[k] * n);
+            self.advance[k] = [ca as f32, sa as f32];
+            let (cd, _) = cos_sin(w[k] * n * MAX_DEVIATION);
+            self.drift_cos[k] = cd as f32;
         }
         for r in 0..4 {
             for c in 0..4 {
@@ -347,8 +409,8 @@ impl Plugin for Dtmf {
             }
             self.filled += take as u32;
             if self.filled == self.block {
-                let key = self.classify();
-                self.step(key);
+                let (key, fit) = self.classify();
+                self.step(key, fit);
             }
             i += take;
         }

@@ -16,19 +16,24 @@
  * Algorithm (README.md has the details):
  *   1. Three sub-bands, 300-1000, 1000-2000 and 2000-3400 Hz, each a
  *      Butterworth high-pass biquad followed by a Butterworth low-pass one.
- *   2. Mean energy of each band over 10 ms blocks, in dBFS.
+ *   2. Mean energy of each band over 10 ms blocks, averaged over the last
+ *      four (40 ms), in dBFS.
  *   3. An adaptive noise floor per band, in dB: fast down (30% of the way
  *      to a block more than 3 dB below it), slow up (at most 3 dB/s, 0.5 dB/s
  *      in speech), a slow average in between so that it sits at the median
  *      of steady noise, and a minimum-statistics guard (the minimum of the
- *      last 3 s) that lifts it at once after the noise itself got louder.
+ *      last 3 s, plus its 2 dB bias) that lifts it at once after the noise itself
+ *      got louder.
  *   4. The block's score: the mean of the bands' power ratios over their
  *      floors, weighted 2:1:1 towards the 300-1000 Hz band, in dB (a
  *      weighted SNR: 0 dB in noise, about the strongest band's SNR minus
  *      3 dB in voiced speech).
  *      A block is speech when the score reaches the threshold the
- *      sensitivity sets (13 dB at 0, 9 dB at 0.5, 5 dB at 1), or, once a
- *      start is pending or confirmed, 2 dB less (hysteresis).
+ *      sensitivity sets (4.5 dB at 0, 3 dB at 0.5, 1.5 dB at 1), or, once a
+ *      start is pending or confirmed, a third of it (hysteresis). Speech
+ *      more than 18 dB below the caller's recent speech level is a
+ *      background talker's: it confirms no start, and 500 ms of it alone
+ *      ends speech.
  *   5. A state machine: speech that lasts min_speech_ms from its first
  *      speech block to its last (gaps of up to 30 ms tolerated) confirms
  *      speech_start, dated at the start of the first speech block;
@@ -92,6 +97,10 @@ static int barge_in = 0;
 
 static double thr_on, thr_off;         /* score thresholds, dB */
 static int32_t min_speech_blocks, hangover_blocks;
+#define THR_BASE 4.5               /* onset threshold at sensitivity 0, dB */
+#define THR_SLOPE 3.0              /* dB less per unit of sensitivity */
+#define HYSTERESIS 0.34            /* the threshold once a start is pending or confirmed: this share of the onset's */
+#define MINSTAT_BIAS 2.0           /* how far the 3 s minimum of a 40 ms level lies below steady noise's median, dB */
 static int32_t rate = 8000, block_len = 80;
 
 /* A biquad in transposed direct form II; a0 normalised to 1. */
@@ -155,10 +164,15 @@ VOX_INIT {
 #define MINSTAT_SPAN 50            /* blocks per minimum-statistics sub-window (0.5 s) */
 #define MINSTAT_WINDOWS 6          /* sub-windows: the guard looks 3 s back */
 #define MAX_GAP_BLOCKS 3           /* non-speech blocks a pending start survives */
+#define SMOOTH_BLOCKS 4            /* the score's window: the last 40 ms */
+#define FAR_DB 18.0                /* a block this far below the caller's speech is background */
+#define PEAK_DECAY_DB 0.01         /* per block: the caller's reference level falls 1 dB/s */
 
 enum { SILENT, PENDING, SPEECH };
 
 static float band_energy[BANDS];   /* sum of squares in the current block */
+static double band_recent[SMOOTH_BLOCKS][BANDS]; /* mean squares of the last blocks */
+static double peak_db = -200;      /* the caller's recent speech level (weighted, dBFS) */
 static int32_t block_fill;         /* samples in the current block */
 static int64_t samples_seen;       /* samples before the current block's first */
 static int64_t blocks_seen;
@@ -169,6 +183,12 @@ static int32_t minstat_count, minstat_filled;
 static int state = SILENT;
 static int64_t start_sample, last_speech_end;
 static int32_t gap_blocks;
+static int32_t near_blocks;        /* near speech blocks of a pending start */
+static int64_t last_near_end;      /* end of the last near speech block */
+static int32_t far_blocks;         /* speech blocks since the last near one */
+#define FAR_HANG_BLOCKS 50         /* background speech this long ends the caller's */
+#define NEAR_NEEDED 1              /* near blocks that confirm a start */
+#define FAR_LEAD_BLOCKS 8          /* far blocks that may lead a start and still date it */
 
 VOX_RATE {
     if (input_rate < 8000 || input_rate > 48000 || input_rate % 100 != 0) {
@@ -181,8 +201,8 @@ VOX_RATE {
         design(&hp[b], band_lo[b], 1);
         design(&lp[b], band_hi[b], 0);
     }
-    thr_on = 13.0 - 8.0 * sensitivity;
-    thr_off = thr_on - 2.0;
+    thr_on = THR_BASE - THR_SLOPE * sensitivity;
+    thr_off = thr_on * HYSTERESIS;
     min_speech_blocks = (min_speech_ms + 5) / 10;
     if (min_speech_blocks < 1) min_speech_blocks = 1;
     hangover_blocks = (min_silence_ms + 5) / 10;
@@ -204,9 +224,18 @@ static void emit_at(const char *name, int64_t sample) {
 
 static void end_block(void) {
     int64_t block_start = samples_seen, block_end = samples_seen + block_len;
-    double level[BANDS], score = 0, weights = 0;
+    double level[BANDS], score = 0, weights = 0, total = 0;
+    int slot = (int)(blocks_seen % SMOOTH_BLOCKS);
     for (int b = 0; b < BANDS; b++) {
-        double ms = (double)band_energy[b] / block_len / (32768.0 * 32768.0);
+        band_recent[slot][b] = (double)band_energy[b] / block_len / (32768.0 * 32768.0);
+        /* The first block fills the whole window: the call starts from its
+         * own level, not from silence. */
+        if (blocks_seen == 0)
+            for (int k = 1; k < SMOOTH_BLOCKS; k++) band_recent[k][b] = band_recent[0][b];
+        double ms = 0;
+        for (int k = 0; k < SMOOTH_BLOCKS; k++) ms += band_recent[k][b];
+        ms /= SMOOTH_BLOCKS;
+        total += band_weight[b] * ms;
         level[b] = ms > 1e-10 ? vad_db(ms) : FLOOR_DB_MIN;
         if (blocks_seen == 0) floor_db[b] = level[b];
         score += band_weight[b] * vox_exp((level[b] - floor_db[b]) * 0.23025850929940456840); /* 10^(snr/10) */
@@ -214,7 +243,15 @@ static void end_block(void) {
         band_energy[b] = 0;
     }
     score = vad_db(score / weights);
+    double total_db = total > 1e-10 ? vad_db(total / weights) : FLOOR_DB_MIN;
     int speech = score >= (state == SILENT ? thr_on : thr_off);
+    /* Background talkers: speech far below the caller's recent speech is
+     * not the caller's. It bridges a quiet tail like any speech, but
+     * confirms no start, and FAR_HANG_BLOCKS of nothing nearer end speech,
+     * dated at the end of the last near block. */
+    int near = total_db >= peak_db - FAR_DB;
+    if (speech && near && state == SPEECH && total_db > peak_db) peak_db = total_db;
+    peak_db -= PEAK_DECAY_DB;
 
     switch (state) {
     case SILENT:
@@ -223,12 +260,19 @@ static void end_block(void) {
             start_sample = block_start;
             last_speech_end = block_end;
             gap_blocks = 0;
+            near_blocks = near;
         }
         break;
     case PENDING:
         if (speech) {
             gap_blocks = 0;
             last_speech_end = block_end;
+            /* Background speech before the caller's does not date the
+             * caller's start: after more than a syllable's quiet onset of
+             * far blocks, the first near block does. */
+            if (near && near_blocks == 0 && block_start - start_sample > FAR_LEAD_BLOCKS * block_len)
+                start_sample = block_start;
+            near_blocks += near;
         } else if (++gap_blocks > MAX_GAP_BLOCKS) {
             state = SILENT;
         }
@@ -237,19 +281,28 @@ static void end_block(void) {
         if (speech) {
             gap_blocks = 0;
             last_speech_end = block_end;
+            if (near) {
+                last_near_end = block_end;
+                far_blocks = 0;
+            } else if (++far_blocks >= FAR_HANG_BLOCKS) {
+                emit_at("speech_end", last_near_end);
+                state = SILENT;
+            }
         } else if (++gap_blocks >= hangover_blocks) {
             emit_at("speech_end", last_speech_end);
             state = SILENT;
         }
         break;
     }
-    if (state == PENDING && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
+    if (state == PENDING && near_blocks >= NEAR_NEEDED && (last_speech_end - start_sample) / block_len >= min_speech_blocks) {
         emit_at("speech_start", start_sample);
         if (barge_in) vox_emit("clear", ""); /* barge-in: empty the playout queue */
         state = SPEECH;
         gap_blocks = 0;
+        far_blocks = 0;
+        last_near_end = last_speech_end;
+        if (total_db > peak_db) peak_db = total_db;
     }
-
     /* Noise floor, in dB: fast down, slow up, and between -3 and +3 dB
      * (the spread of noise itself) a slow average, so that in steady noise
      * the floor sits at the noise's median level rather than in its lower
@@ -276,9 +329,10 @@ static void end_block(void) {
                 double m = minstat[b][0];
                 for (int w = 1; w < MINSTAT_WINDOWS; w++)
                     if (minstat[b][w] < m) m = minstat[b][w];
-                /* Every block of the last 3 s was louder than the floor:
-                 * the noise rose. Lift the floor to that minimum. */
-                if (m > floor_db[b]) floor_db[b] = m;
+                /* The quietest 40 ms of the last 3 s, less the bias of a
+                 * minimum, is above the floor: the noise rose. Lift the
+                 * floor to it. */
+                if (m + MINSTAT_BIAS > floor_db[b]) floor_db[b] = m + MINSTAT_BIAS;
             }
         }
     }

@@ -23,7 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/voxhost/voxhost/host/audiofile"
+	"github.com/voxhost/voxhost/internal/audiofile"
 )
 
 const (
