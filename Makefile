@@ -38,6 +38,9 @@ APT_TOOLS := $(CLANG):clang-14 wasm-ld-14:lld-14 $(WAT2WASM):wabt wasm-opt:binar
 # The field's resamplers, which plugins/resample's fidelity test measures the
 # stock one beside (through cgo, internal/refresample).
 APT_TOOLS += /usr/include/soxr.h:libsoxr-dev /usr/include/speex/speex_resampler.h:libspeexdsp-dev
+
+# SIPp (Debian's sip-tester) places the SIP trunk tests' calls.
+APT_TOOLS += sipp:sip-tester
 toolchains:
 	@missing=""; \
 	for tool in $(APT_TOOLS); do \
@@ -94,6 +97,8 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# make toolchains installed SIPp: under make test its absence fails the SIP tests.
+gotest: export VOXHOST_SIP_TOOLS_REQUIRED := 1
 # The example conformance test needs every example built, and the console's
 # tests Chromium; under make test a missing build or browser is a failure,
 # not a skip.
@@ -110,6 +115,7 @@ FUZZ_TARGETS := FuzzInspect:./host/plugin FuzzParseSpec:./host/pipeline \
 	FuzzInstrument:./internal/preempt FuzzInstrumentDifferential:./internal/preempt \
 	FuzzTwilioDecode:./host/transport FuzzParse:./host/config FuzzTwilioBotDecode:./host/transport FuzzRawBotDecode:./host/transport FuzzOpenAIBotDecode:./host/transport FuzzAudioSocketDecode:./host/transport FuzzAudioSocketBotDecode:./host/transport FuzzAudioSocketReadMessage:./host/transport FuzzAsteriskDecode:./host/transport FuzzAsteriskBotDecode:./host/transport FuzzForkDecode:./host/transport FuzzForkBotDecode:./host/transport FuzzTelnyxDecode:./host/transport FuzzTelnyxBotDecode:./host/transport FuzzPlivoDecode:./host/transport FuzzPlivoBotDecode:./host/transport FuzzExotelDecode:./host/transport FuzzExotelBotDecode:./host/transport FuzzAutoDecode:./host/transport FuzzVonageDecode:./host/transport FuzzVonageBotDecode:./host/transport FuzzGenesysDecode:./host/transport FuzzGenesysBotDecode:./host/transport FuzzExpandURL:./host/transport
 FUZZ_TARGETS += FuzzFileStem:./host/recording
+FUZZ_TARGETS += FuzzParseOffer:./host/sip FuzzParseRequest:./host/sip
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \

@@ -40,7 +40,9 @@ func loadgenCommand() *cli.Command {
    the replies do, and times the frame's answer: as much audio coming back, in one reply or several, as a
    relay route's playout cuts and paces a bot's audio (--pipeline names the route; voxhost bench bot
    --mode echo is a bot). A call speaks --protocol as its carrier does, through the protocol's
-   client role: ` + strings.Join(loadgenProtocols(), ", ") + `.
+   client role: ` + strings.Join(loadgenProtocols(), ", ") + `, and sip.
+   --protocol sip places SIP calls (INVITE, RTP at the frame rate, BYE) to --sip-addr, the server's
+   sip.listen, from a trunk source the server allows; the connect time is the INVITE's set-up time.
    Where the carrier returns marks (Twilio) the host's marks go back once the audio before them has
    played. A protocol over TCP (audiosocket) dials --tcp-addr, the server's audiosocket.listen; --url
    then only says where /metrics is. A point is saturated when RTT p99 > 1 s,
@@ -49,6 +51,7 @@ func loadgenCommand() *cli.Command {
    Example: voxhost loadgen --url ws://localhost:8080 --sweep ` + strings.Join(counts, ",") + ` --plot rtt.svg`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "server address, ws:// or wss://; without a path, the protocol's endpoint (/ws, /twilio, …)"},
+			&cli.StringFlag{Name: "sip-addr", Usage: "ip:port of the server's sip.listen, for --protocol sip; the others ignore it"},
 			&cli.StringFlag{Name: "tcp-addr", Usage: "host:port of the server's listener for a protocol over TCP (audiosocket); the others ignore it"},
 			&cli.StringFlag{Name: "protocol", Usage: strings.Join(loadgenProtocols(), ", "), Value: loadgen.DefaultProtocol},
 			&cli.StringFlag{Name: "codec", Usage: "audio the calls send: mulaw, alaw or l16 (default: the protocol's first of mulaw, l16, alaw)"},
@@ -76,7 +79,7 @@ func loadgenCommand() *cli.Command {
 				}
 			}
 			cfg := loadgen.Config{
-				URL: c.String("url"), TCPAddr: c.String("tcp-addr"), Protocol: c.String("protocol"), Format: format,
+				URL: c.String("url"), TCPAddr: c.String("tcp-addr"), SIPAddr: c.String("sip-addr"), Protocol: c.String("protocol"), Format: format,
 				Pipeline: c.String("pipeline"), Token: c.String("token"),
 				MetricsURL: c.String("metrics-url"), Duration: c.Duration("duration"), FPS: c.Int("fps"), Ramp: c.Duration("ramp"),
 				IdleHold: c.Duration("idle-hold"),

@@ -60,6 +60,8 @@ type Config struct {
 	Playout Playout
 	// AudioSocket serves Asterisk's AudioSocket (plain TCP) calls.
 	AudioSocket AudioSocket
+	// SIP serves SIP trunks: signalling on UDP and TCP, media over RTP.
+	SIP SIP
 	// DefaultPipeline names the route of calls that ask for none.
 	DefaultPipeline string
 	// Pipelines are the routes calls may ask for, by name (the key is
@@ -302,6 +304,7 @@ func Default() Config {
 			StallTimeout: 5 * time.Second,
 		},
 		Playout: Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond},
+		SIP:     DefaultSIP(),
 		// httpguard's defaults, written again for the same reason.
 		HTTP:         HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
 		PluginLimits: PluginLimits{CompileTimeout: 2 * time.Minute, InitBudget: 50 * time.Millisecond},
@@ -424,6 +427,9 @@ func (c *Config) ValidateChecked(ch Checker) error {
 		if _, ok := c.Pipelines[p]; !ok {
 			return invalid("audiosocket.pipeline", "unknown pipeline %q", p)
 		}
+	}
+	if err := c.SIP.validate(c.Pipelines, c.Listen, c.Admin.Listen, c.AudioSocket.Listen); err != nil {
+		return err
 	}
 	for i, p := range c.Origins {
 		// coder/websocket only finds a bad pattern when a browser connects,

@@ -48,6 +48,7 @@ func TestLoadExample(t *testing.T) {
 			InitBudget:     50 * time.Millisecond,
 		},
 		Playout:         config.Playout{Queue: 20 * time.Second, SendAhead: 200 * time.Millisecond},
+		SIP:             config.DefaultSIP(),
 		HTTP:            config.HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
 		Auth:            config.Auth{Tokens: []string{"change-me"}, TokensEnv: "VOXHOST_TOKENS"},
 		Origins:         []string{"example.com", "*.example.com"},

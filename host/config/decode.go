@@ -134,6 +134,7 @@ func configFields(c *Config) map[string]field {
 			"listen":   str(&c.AudioSocket.Listen),
 			"pipeline": str(&c.AudioSocket.Pipeline),
 		}),
+		"sip":              mapping(sipFields(&c.SIP)),
 		"origins":          strs(&c.Origins),
 		"console":          boolean(&c.Console),
 		"default_pipeline": str(&c.DefaultPipeline),

@@ -39,7 +39,9 @@ func TestRouteRatesAreLoggedOnceAtInfo(t *testing.T) {
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	h := newRoutesHost(t, plugin.Options{Logger: logger}, map[string]routeSpec{
-		"main": {inbound: "resample to=24000 | passthrough"},
+		// 36 kHz is 3/2 of a 24 kHz caller's rate, which the resampler
+		// takes, and 9/4 or 9/2 of the others', which it refuses.
+		"main": {inbound: "resample to=36000 | resample to=24000"},
 	}, func(o *server.Options) { o.Logger = logger })
 
 	var rates []string
@@ -51,8 +53,7 @@ func TestRouteRatesAreLoggedOnceAtInfo(t *testing.T) {
 			rates = append(rates, line["rates_hz"].(string))
 		}
 	}
-	// The echo comes back at the rate it was resampled to: only a 24 kHz
-	// caller hears its own rate.
+	// Only a 24 kHz caller gets through both resamplers.
 	if len(rates) != 1 || rates[0] != "24000" {
 		t.Fatalf("start-up said the route takes %q, want one line of 24000", rates)
 	}

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"reflect"
 	"strings"
@@ -143,6 +144,8 @@ type Host struct {
 	catalog *catalog.Catalog
 	manager *admin.Manager
 	log     *slog.Logger
+	// sipAddr is the SIP endpoint's bound address (SIPAddr).
+	sipAddr atomic.Pointer[netip.AddrPort]
 
 	// configPath and overrides are where Reload rereads the pipelines.
 	configPath string
@@ -312,6 +315,7 @@ func restartOnly(old, cur config.Config) []string {
 		{"limits", old.Limits, cur.Limits},
 		{"playout", old.Playout, cur.Playout},
 		{"audiosocket", old.AudioSocket, cur.AudioSocket},
+		{"sip", old.SIP, cur.SIP},
 		{"auth", old.ResolvedTokens(), cur.ResolvedTokens()},
 		{"admin", []any{old.Admin.Listen, old.ResolvedAdminTokens(), old.Admin.AllowedHosts, old.Admin.InsecureNoToken},
 			[]any{cur.Admin.Listen, cur.ResolvedAdminTokens(), cur.Admin.AllowedHosts, cur.Admin.InsecureNoToken}},
@@ -372,6 +376,12 @@ func (h *Host) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) er
 				h.log.Error("AudioSocket listener failed", "err", err)
 			}
 		}()
+	}
+	if h.Config.SIP.Listen != "" {
+		if err := h.serveSIP(ctx); err != nil {
+			_ = l.Close()
+			return err
+		}
 	}
 	if h.Config.Console {
 		if err := h.mountConsole(); err != nil {
@@ -478,13 +488,20 @@ func (h *Host) AdminAddr() net.Addr {
 	return nil
 }
 
-// Close stops the plugin directory watcher and the server's CPU sampler,
-// and releases the plugins and the runtime.
+// Close stops the plugin directory watcher, ends the calls still in
+// progress (at once: ListenAndServe is what drains them in their own time),
+// stops the server's CPU sampler, and releases the plugins and the runtime.
 func (h *Host) Close(ctx context.Context) {
 	if stop := h.stopWatcher.Load(); stop != nil {
 		(*stop)()
 	}
 	if h.Server != nil {
+		// A call still running reads and writes its plugins' memory,
+		// which the runtime's Close unmaps: one running a frame then
+		// crashed the process (SIGSEGV in the codec).
+		now, cut := context.WithCancel(ctx)
+		cut()
+		h.Server.Drain(now)
 		h.Server.Close()
 	}
 	_ = h.catalog.Close(ctx)

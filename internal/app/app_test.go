@@ -153,3 +153,51 @@ func TestPluginLimitsReachTheRuntime(t *testing.T) {
 		t.Fatalf("New with module_bytes 100: %v", err)
 	}
 }
+
+// TestCloseWhileServingEndsTheCallsFirst: closing a host whose server still
+// has a call in progress ends the call (going away) before the runtime is
+// released under it, rather than crashing the process.
+func TestCloseWhileServingEndsTheCallsFirst(t *testing.T) {
+	cfg := config.Default()
+	if err := app.Apply(&cfg, app.Overrides{Addr: "127.0.0.1:0", CacheDir: "-"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	h, err := app.New(ctx, cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrc := make(chan net.Addr, 1)
+	go func() { _ = h.ListenAndServe(ctx, func(a net.Addr) { addrc <- a }) }()
+	addr := <-addrc
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _, err := websocket.Dial(dctx, "ws://"+addr.String()+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	frame := make([]byte, 160)
+	codec.EncodeUlaw(frame, signal.Speech(8000, 0.02))
+	if err := c.Write(dctx, websocket.MessageBinary, frame); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Read(dctx); err != nil {
+		t.Fatal(err)
+	}
+	// Frames keep coming while the host closes.
+	go func() {
+		for c.Write(dctx, websocket.MessageBinary, frame) == nil {
+		}
+	}()
+	h.Close(context.Background())
+	for {
+		if _, _, err := c.Read(dctx); err != nil {
+			if got := websocket.CloseStatus(err); got != websocket.StatusGoingAway {
+				t.Fatalf("the call ended with %v, want going away", err)
+			}
+			return
+		}
+	}
+}

@@ -60,6 +60,9 @@ type Config struct {
 	// runs over TCP rather than WebSocket (audiosocket); a protocol over
 	// WebSocket does not use it, so one command line can name both.
 	TCPAddr string
+	// SIPAddr is ip:port of the server's sip.listen, for the sip protocol
+	// (sip.go); the others do not use it.
+	SIPAddr string
 	// Protocol names a protocol registered in host/transport with both
 	// roles: raw (the default), twilio, audiosocket, ….
 	Protocol string
@@ -140,6 +143,8 @@ func (c Config) withDefaults() (Config, error) {
 func (c Config) Target() string {
 	if p, err := c.protocol(); err == nil && p.framer != nil {
 		return c.TCPAddr
+	} else if err == nil && p.sip {
+		return "sip:" + c.SIPAddr
 	}
 	return c.URL
 }
@@ -150,11 +155,15 @@ type protocol struct {
 	client  transport.Dialect
 	framer  transport.Framer // nil for a protocol over WebSocket
 	tcpAddr string
+	sip     bool // SIP and RTP (sip.go), not a WebSocket
 }
 
 // protocol looks up c.Protocol's roles and checks that c says where to
 // reach its server.
 func (c Config) protocol() (protocol, error) {
+	if c.Protocol == ProtocolSIP {
+		return c.sipProtocol()
+	}
 	server, err := transport.LookupProtocol(c.Protocol)
 	if err != nil {
 		return protocol{}, fmt.Errorf("loadgen: %v", err)
@@ -232,6 +241,9 @@ func (c Config) callURL() (string, error) {
 	}
 	if p.framer != nil {
 		return p.tcpAddr, nil
+	}
+	if p.sip {
+		return c.SIPAddr, nil
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil {

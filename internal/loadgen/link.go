@@ -28,6 +28,7 @@ type link struct {
 	tcp    net.Conn
 	r      *bufio.Reader
 	framer transport.Framer
+	sip    *sipLink
 	once   sync.Once
 }
 
@@ -35,6 +36,9 @@ type link struct {
 func (r *runner) dial(ctx context.Context) (*link, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.DialTimeout)
 	defer cancel()
+	if r.sip != nil {
+		return r.sip.dial(ctx)
+	}
 	if f := r.proto.framer; f != nil {
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", r.url)
@@ -57,6 +61,9 @@ func (r *runner) dial(ctx context.Context) (*link, error) {
 // read reads one whole message into *buf, growing it as needed up to
 // maxMessage; a protocol decodes whole messages only.
 func (l *link) read(buf *[]byte) (transport.MessageType, []byte, error) {
+	if l.sip != nil {
+		return l.sip.read(buf)
+	}
 	if l.framer != nil {
 		return l.framer.ReadMessage(l.r, buf, maxMessage)
 	}
@@ -83,6 +90,9 @@ func (l *link) read(buf *[]byte) (transport.MessageType, []byte, error) {
 
 // write sends one message.
 func (l *link) write(typ transport.MessageType, msg []byte) error {
+	if l.sip != nil {
+		return l.sip.write(typ, msg)
+	}
 	if l.tcp != nil {
 		_, err := l.tcp.Write(msg)
 		return err
@@ -95,6 +105,8 @@ func (l *link) write(typ transport.MessageType, msg []byte) error {
 func (l *link) close(normal bool) {
 	l.once.Do(func() {
 		switch {
+		case l.sip != nil:
+			l.sip.close()
 		case l.tcp != nil:
 			_ = l.tcp.Close()
 		case normal:

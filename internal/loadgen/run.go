@@ -123,6 +123,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if r.proto.sip {
+		if r.sip, err = newSIPDialer(cfg); err != nil {
+			return Result{}, fmt.Errorf("loadgen: SIP: %w", err)
+		}
+		defer r.sip.close()
+	}
 	scr := newScraper(r.metricsURL)
 	before := scr.scrape(ctx)
 
@@ -174,6 +180,7 @@ type runner struct {
 	origin     time.Time     // the schedule's zero; durations below count from it
 	calls      []*call
 	shards     []*shard
+	sip        *sipDialer // a SIP run's user agent
 }
 
 func newRunner(cfg Config) (*runner, error) {
