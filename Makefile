@@ -54,6 +54,19 @@ toolchains:
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
 	fi
 
+## deb-src: Debian's source index, for the plugins built from a Debian source
+## package with apt-get source (aec, denoise: speexdsp). Part of toolchains.
+DEB_SRC_LIST := /etc/apt/sources.list.d/debian-src.sources
+toolchains: deb-src
+.PHONY: deb-src
+deb-src:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	if ! grep -rqs '^Types: deb-src' /etc/apt/sources.list.d/ && ! grep -qs '^deb-src ' /etc/apt/sources.list; then \
+		echo "adding $(DEB_SRC_LIST)"; \
+		printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' | $$SUDO tee $(DEB_SRC_LIST) >/dev/null; \
+	fi; \
+	if ! apt-cache showsrc speexdsp >/dev/null 2>&1 || [ -z "$$(apt-cache showsrc speexdsp 2>/dev/null)" ]; then $$SUDO apt-get update -q; fi
+
 ## plugins: rebuilds every committed .wasm from its source, byte for byte.
 plugins: $(WASM)
 	@for d in $(SUBMAKE_PLUGINS); do $(MAKE) --no-print-directory -C $$d || exit 1; done

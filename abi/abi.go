@@ -1,7 +1,11 @@
+//go:generate go run ./internal/abigen
+
 // Package abi is the voxhost plugin contract in Go: the names of every export
 // and import, the status codes, the event kinds and the limits that
-// abi/ABI.md defines. The host and the tests use these constants; every guest
-// SDK mirrors them, and a test checks that the SDKs agree with this file.
+// abi/ABI.md defines. The host and the tests use these constants. This file
+// is the one source of them: go generate writes every guest SDK's copy (Go,
+// C, Rust, AssemblyScript) from it, and abi/internal/abigen's test fails when
+// a copy has drifted.
 package abi
 
 // Version is the ABI version this host implements.
@@ -33,6 +37,11 @@ const (
 	// ExportRate is the optional vox_rate(input_rate i32) -> output_rate i32,
 	// through which a plugin declares a sample-rate change.
 	ExportRate = "vox_rate"
+	// ExportReference is the optional vox_reference(capacity_bytes i32) ->
+	// ptr i32 of an inbound plugin that asks for the far-end reference (what
+	// the caller was sent, time-aligned with the caller's frame; ABI.md §11):
+	// a second buffer, which the host fills before every vox_process.
+	ExportReference = "vox_reference"
 )
 
 // HostModule is the import module name of the functions the host provides.

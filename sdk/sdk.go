@@ -28,6 +28,6 @@ import "embed"
 //go:embed assemblyscript/index.ts assemblyscript/assembly assemblyscript/package.json
 //go:embed assemblyscript/asconfig.plugin.json assemblyscript/plugin.mk assemblyscript/README.md
 //go:embed all:assemblyscript/template
-//go:embed go/*.go go/README.md all:go/template
+//go:embed go/*.go go/reference/*.go go/README.md all:go/template
 //go:embed wat/template.wat wat/voxhost.wat wat/wat.mk wat/README.md all:wat/template
 var Files embed.FS

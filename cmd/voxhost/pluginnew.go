@@ -17,6 +17,7 @@ func pluginNewCommand() *cli.Command {
 		ArgsUsage: "NAME [DIR]  (DIR defaults to ./NAME; it must not exist or be empty)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "lang", Aliases: []string{"l"}, Usage: "the plugin's language: " + strings.Join(scaffold.IDs(), ", ")},
+			&cli.BoolFlag{Name: "far-end", Usage: "the plugin asks for the far-end reference, what the caller was sent, for an echo canceller (ABI §11; not for wat)"},
 		},
 		Action: func(c *cli.Context) error {
 			// Checked here rather than as a required flag, so that a --lang
@@ -34,7 +35,7 @@ func pluginNewCommand() *cli.Command {
 			if c.NArg() == 2 {
 				dir = c.Args().Get(1)
 			}
-			p, err := scaffold.New(c.String("lang"), name, dir)
+			p, err := scaffold.New(c.String("lang"), name, dir, scaffold.Options{FarEnd: c.Bool("far-end")})
 			if err != nil {
 				return err
 			}

@@ -28,15 +28,7 @@ func TestPluginNewEveryLanguage(t *testing.T) {
 	for _, lang := range scaffold.Languages() {
 		t.Run(lang.ID, func(t *testing.T) {
 			t.Parallel()
-			for _, tool := range lang.Tools {
-				if _, err := exec.LookPath(tool); err != nil {
-					msg := fmt.Sprintf("SKIPPING %s: %s is not installed (make toolchains installs it)", lang.Title, tool)
-					if os.Getenv("VOXHOST_EXAMPLES_REQUIRED") == "1" {
-						t.Fatal(msg)
-					}
-					t.Skip(msg)
-				}
-			}
+			requireTools(t, lang)
 			dir := filepath.Join(t.TempDir(), "my-"+lang.ID)
 			if out, err := exec.Command(bin, "plugin", "new", "--lang", lang.ID, "my-"+lang.ID, dir).CombinedOutput(); err != nil {
 				t.Fatalf("plugin new: %v\n%s", err, out)
@@ -75,6 +67,21 @@ func TestPluginNewEveryLanguage(t *testing.T) {
 				t.Errorf("config gain=-6: err %v, want the run refused for an unknown key\n%s", err, out)
 			}
 		})
+	}
+}
+
+// requireTools skips the test when a tool of lang is missing, or fails it
+// under make test (VOXHOST_EXAMPLES_REQUIRED).
+func requireTools(t *testing.T, lang scaffold.Language) {
+	t.Helper()
+	for _, tool := range lang.Tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			msg := fmt.Sprintf("SKIPPING %s: %s is not installed (make toolchains installs it)", lang.Title, tool)
+			if os.Getenv("VOXHOST_EXAMPLES_REQUIRED") == "1" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
 	}
 }
 

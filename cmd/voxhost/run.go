@@ -29,10 +29,12 @@ func runCommand() *cli.Command {
    Exit status: 0; 1 for an error, or a plugin fault that ended the call (on_error=end_call);
    with --strict, 3 when the run completed but a plugin faulted (and was bypassed) or the host
    dropped one of its emits.
-   Example: voxhost run --pipeline "gain db=-6 | passthrough" in.wav out.wav`,
+   Example: voxhost run --pipeline "gain db=-6 | passthrough" in.wav out.wav
+   An echo canceller against what the caller heard: voxhost run --pipeline aec --far-end bot.wav mic.wav out.wav`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Usage: `stages separated by "|", each a plugin and key=value config (required)`},
 			&cli.StringFlag{Name: "events", Usage: "file for the JSON-lines event log (\"-\" or empty: stderr)"},
+			&cli.StringFlag{Name: "far-end", Usage: "audio file the caller was sent, at IN's rate: the far-end reference of a plugin that asks for it (aec), frame for frame with IN"},
 			&cli.StringFlag{Name: "dtmf", Usage: `key presses to deliver, e.g. "500:5,1200:#" (ms:key)`},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary line"},
 			&cli.BoolFlag{Name: "strict", Usage: fmt.Sprintf("exit %d after any plugin fault, even a bypassed one, or any dropped emit (for CI)", exitStrict)},
@@ -75,6 +77,7 @@ func runCommand() *cli.Command {
 			}
 			sum, err := offline.Run(c.Context, offline.Options{
 				Definition: def, In: c.Args().Get(0), Out: c.Args().Get(1), Events: events, DTMF: dtmf,
+				FarEnd: c.String("far-end"),
 			})
 			// A fault that ended the call still leaves the output written:
 			// summarise it, then fail, so scripts see the fault.

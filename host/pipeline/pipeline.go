@@ -70,6 +70,19 @@ type Pipeline struct {
 	costs       []stageCost
 	// sampleNext times the next frame whatever sampleEvery says.
 	sampleNext bool
+
+	// referenced marks the stages that ask for the far-end reference
+	// (Referencer); reference is the next frame's, from SetReference.
+	referenced []bool
+	wantsRef   bool
+	reference  []byte
+}
+
+// Referencer is a stage that asks for the far-end reference (ABI §11): a
+// plugin.Instance of a plugin that exports vox_reference. Reference is its
+// buffer, nil if it asks for none.
+type Referencer interface {
+	Reference() []byte
 }
 
 // stageCost accumulates a stage's sampled time; other goroutines read it
@@ -120,6 +133,17 @@ func New(stages []Stage, policies []Policy, onFault func(Fault)) (*Pipeline, err
 		}
 		capacity = max(capacity, len(s.Buffer()))
 	}
+	referenced := make([]bool, len(stages))
+	wantsRef := false
+	for i, s := range stages {
+		if r, ok := s.(Referencer); ok && r.Reference() != nil {
+			if s.InputRate() != stages[0].InputRate() {
+				return nil, fmt.Errorf("stage %d (%s) asks for the far-end reference at %d Hz, but the reference is at %d Hz, the pipeline's input rate: put it before the rate change",
+					i+1, s.Name(), s.InputRate(), stages[0].InputRate())
+			}
+			referenced[i], wantsRef = true, true
+		}
+	}
 	p := &Pipeline{
 		stages:   stages,
 		policies: make([]Policy, len(stages)),
@@ -127,6 +151,9 @@ func New(stages []Stage, policies []Policy, onFault func(Fault)) (*Pipeline, err
 		scratch:  make([]byte, capacity),
 		onFault:  onFault,
 		costs:    make([]stageCost, len(stages)),
+
+		referenced: referenced,
+		wantsRef:   wantsRef,
 	}
 	copy(p.policies, policies)
 	return p, nil
@@ -155,7 +182,34 @@ func (p *Pipeline) Process(src Filler) ([]byte, error) {
 	p.sampleNext = false
 	first := p.nextActive(0)
 	n := src.Fill(p.bufferOf(first))
-	return p.run(first, n, nil, src, timed)
+	out, err := p.run(first, n, nil, src, timed)
+	p.reference = nil
+	return out, err
+}
+
+// WantsReference says whether a stage asks for the far-end reference: the
+// caller of Process should then give each frame's with SetReference.
+func (p *Pipeline) WantsReference() bool { return p.wantsRef }
+
+// SetReference gives the far-end reference of the frame the next Process
+// takes: PCM16LE at the pipeline's input rate, as many samples as that
+// frame (ABI §11). Without it, or with nil, the reference is silence. The
+// pipeline reads pcm during that Process only.
+func (p *Pipeline) SetReference(pcm []byte) { p.reference = pcm }
+
+// fillReference writes the reference of a stage's frame of n bytes into
+// its reference buffer: the last n bytes of the pipeline frame's reference,
+// after silence where that is shorter.
+func (p *Pipeline) fillReference(s Stage, n int) {
+	dst := s.(Referencer).Reference()
+	n = min(n, len(dst))
+	ref := p.reference
+	if len(ref) > n {
+		ref = ref[len(ref)-n:]
+	}
+	pad := n - len(ref)
+	clear(dst[:pad])
+	copy(dst[pad:n], ref)
 }
 
 // run carries n bytes that sit in stage i's buffer through stages i onward.
@@ -168,6 +222,9 @@ func (p *Pipeline) run(i, n int, from []byte, src Filler, timed bool) ([]byte, e
 		var t0 time.Time
 		if timed {
 			t0 = time.Now()
+		}
+		if p.referenced[i] {
+			p.fillReference(s, n)
 		}
 		out, err := s.Process(n / abi.SampleBytes)
 		if timed {

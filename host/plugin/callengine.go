@@ -92,7 +92,7 @@ func (in *Instance) shareStack(stack *MachineStack) {
 
 // setupExports are the exports an instance calls a few times in its life,
 // whose handles a plugin pools.
-var setupExports = []string{preempt.ExportStart, "_initialize", abi.ExportBuffer, abi.ExportInit, abi.ExportRate, abi.ExportEvent}
+var setupExports = []string{preempt.ExportStart, "_initialize", abi.ExportBuffer, abi.ExportInit, abi.ExportRate, abi.ExportEvent, abi.ExportReference}
 
 // handlePool keeps, per set-up export of one plugin, handles no call is
 // using, unbound. The zero value pools nothing.

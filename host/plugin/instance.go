@@ -29,6 +29,8 @@ type Plugin struct {
 	handles  handlePool
 
 	hasInit, hasEvent, hasRate, hasInitialize bool
+	// hasReference: the plugin asks for the far-end reference (ABI §11).
+	hasReference bool
 	// hasStart: the instrumentation moved a start function to
 	// preempt.ExportStart, which instantiate calls.
 	hasStart bool
@@ -36,6 +38,10 @@ type Plugin struct {
 
 // Name labels the plugin in errors, logs and metrics.
 func (p *Plugin) Name() string { return p.name }
+
+// WantsReference says whether the plugin exports vox_reference: it asks for
+// the far-end reference before every frame (ABI §11).
+func (p *Plugin) WantsReference() bool { return p.hasReference }
 
 // Close releases the compiled module. Live instances keep working.
 func (p *Plugin) Close(ctx context.Context) error { return p.compiled.Close(ctx) }
@@ -129,6 +135,10 @@ type Instance struct {
 	bufPtr, bufCap uint32
 	view           []byte
 	memSize        uint32
+	// refPtr and refView are the far-end reference buffer of a plugin
+	// that exports vox_reference, of bufCap bytes; refView is nil otherwise.
+	refPtr  uint32
+	refView []byte
 
 	frame            uint64
 	inRate, outRate  int
@@ -297,6 +307,24 @@ func (in *Instance) negotiate(capacity int) error {
 			Reason: fmt.Sprintf("returned address %d, which is not %d-byte aligned", ptr, abi.BufferAlign)}
 	}
 	in.bufPtr, in.bufCap = uint32(ptr), uint32(capacity)
+	if in.plugin.hasReference {
+		ref, err := in.callStatus(abi.ExportReference, uint64(capacity))
+		if err != nil {
+			return err
+		}
+		switch {
+		case ref == 0:
+			return &Error{Plugin: in.plugin.name, Export: abi.ExportReference, Kind: KindContract,
+				Reason: fmt.Sprintf("cannot provide a reference buffer of %d bytes (vox_reference returned 0)", capacity)}
+		case ref%abi.BufferAlign != 0:
+			return &Error{Plugin: in.plugin.name, Export: abi.ExportReference, Kind: KindContract,
+				Reason: fmt.Sprintf("returned address %d, which is not %d-byte aligned", ref, abi.BufferAlign)}
+		case uint32(ref) < in.bufPtr+in.bufCap && in.bufPtr < uint32(ref)+in.bufCap:
+			return &Error{Plugin: in.plugin.name, Export: abi.ExportReference, Kind: KindContract,
+				Reason: fmt.Sprintf("reference buffer at %d overlaps the frame buffer at %d (%d bytes each)", ref, in.bufPtr, in.bufCap)}
+		}
+		in.refPtr = uint32(ref)
+	}
 	return in.acquireView()
 }
 
@@ -310,6 +338,14 @@ func (in *Instance) acquireView() error {
 			Reason: fmt.Sprintf("buffer at %d+%d lies outside memory of %d bytes", in.bufPtr, in.bufCap, in.memSize)}
 	}
 	in.view = view
+	if in.plugin.hasReference {
+		ref, ok := in.mem.Read(in.refPtr, in.bufCap)
+		if !ok {
+			return &Error{Plugin: in.plugin.name, Export: abi.ExportReference, Kind: KindContract,
+				Reason: fmt.Sprintf("reference buffer at %d+%d lies outside memory of %d bytes", in.refPtr, in.bufCap, in.memSize)}
+		}
+		in.refView = ref
+	}
 	return nil
 }
 
@@ -319,6 +355,12 @@ func (in *Instance) Name() string { return in.plugin.name }
 // Buffer is the frame buffer inside the plugin's memory, its full capacity.
 // It is valid until the next call into the instance.
 func (in *Instance) Buffer() []byte { return in.view }
+
+// Reference is the far-end reference buffer inside the plugin's memory, of
+// Buffer's capacity, for a plugin that exports vox_reference; nil for
+// others. What is in it before a Process is the reference of that frame
+// (ABI §11). It is valid until the next call into the instance.
+func (in *Instance) Reference() []byte { return in.refView }
 
 // InputRate is the sample rate the instance receives, in Hz.
 func (in *Instance) InputRate() int { return in.inRate }
@@ -442,7 +484,7 @@ func (in *Instance) Close(ctx context.Context) error {
 	// The function handles hold the call stacks wazero grew for them (a
 	// deep recursion: tens of megabytes); an instance closed while its
 	// call goes on, as a bypassed stage is, must not keep them.
-	in.mod, in.view, in.mem, in.process = nil, nil, nil, nil
+	in.mod, in.view, in.refView, in.mem, in.process = nil, nil, nil, nil, nil
 	in.plugin.rt.live.Add(-1)
 	return err
 }

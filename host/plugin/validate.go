@@ -26,6 +26,7 @@ var (
 		{abi.ExportInit, []api.ValueType{i32}, []api.ValueType{i32}, false},
 		{abi.ExportEvent, []api.ValueType{i32, i32}, []api.ValueType{i32}, false},
 		{abi.ExportRate, []api.ValueType{i32}, []api.ValueType{i32}, false},
+		{abi.ExportReference, []api.ValueType{i32}, []api.ValueType{i32}, false},
 		{abi.VersionMarker, nil, nil, true},
 	}
 	// hostImports are the functions the host provides and their types.
@@ -195,6 +196,7 @@ func (p *Plugin) validate(limitPages uint32, warnings *[]string) []string {
 	_, p.hasInit = funcs[abi.ExportInit]
 	_, p.hasEvent = funcs[abi.ExportEvent]
 	_, p.hasRate = funcs[abi.ExportRate]
+	_, p.hasReference = funcs[abi.ExportReference]
 	_, p.hasStart = funcs[preempt.ExportStart]
 	return problems
 }

@@ -533,6 +533,9 @@ func (c *call) bargeIn(source string) {
 	dropsMarks := md != nil && md.ClearDropsMarks()
 	c.callerMu.Lock()
 	heardMs, cleared := b.queue.clear(dropsMarks)
+	if c.far != nil {
+		c.far.clear()
+	}
 	if typ, msg, ok := c.sess.Clear(); ok {
 		c.writeCallerLocked(typ, msg)
 	}

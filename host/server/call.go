@@ -66,10 +66,15 @@ type call struct {
 	callerPaused atomic.Bool
 	readBuf      []byte
 	frameOut     []byte // a frame for the caller, in its format
-	src          codec.Source
-	pcmSrc       pipeline.PCM
-	msg          transport.Inbound
-	inEvents     eventQueue
+	// far is the far-end reference, for an inbound pipeline that asks for
+	// it (ABI §11), and farFrame the reference of one caller frame; nil
+	// otherwise.
+	far      *farEnd
+	farFrame []byte
+	src      codec.Source
+	pcmSrc   pipeline.PCM
+	msg      transport.Inbound
+	inEvents eventQueue
 	// outEvents are the outbound pipeline's, drained by whoever runs it:
 	// this goroutine in an echo, the bot reader in a relay.
 	outEvents eventQueue
@@ -297,6 +302,11 @@ func (c *call) frame(t0 time.Time) bool {
 	rt, lease := c.s.rt, c.cpu.in
 	deadline := sched.Now() + int64(rt.deadline)
 	lease.Acquire(deadline)
+	if c.far != nil {
+		ref := c.farFrame[:min(len(c.msg.Audio)/c.format.SampleBytes()*abi.SampleBytes, len(c.farFrame))]
+		c.far.next(ref)
+		c.in.SetReference(ref)
+	}
 	pcm, err := c.in.Process(&c.src)
 	if err != nil {
 		lease.Release()
@@ -334,6 +344,9 @@ func (c *call) frame(t0 time.Time) bool {
 	if n > 0 { // else a plugin swallowed the frame
 		if !c.sendCallerAudio(c.frameOut[:n]) {
 			return false
+		}
+		if c.far != nil {
+			c.far.wrotePCM(pcm)
 		}
 		c.framesOut.Inc()
 	}

@@ -185,5 +185,10 @@ func (c *call) finish() {
 	if c.reason != "" {
 		attrs = append(attrs, "reason", c.reason)
 	}
+	if c.far != nil {
+		if n := c.far.droppedSamples(); n > 0 {
+			attrs = append(attrs, "far_end_dropped_ms", n*1000/int64(c.format.Rate))
+		}
+	}
 	c.log.Info("call ended", attrs...)
 }

@@ -67,6 +67,10 @@ func (c *call) start(start *transport.Start) error {
 		c.end(websocket.StatusInternalError, "pipeline failed to start", "start_failed")
 		return err
 	}
+	if c.in.WantsReference() {
+		c.far = newFarEnd(c.format)
+		c.farFrame = make([]byte, c.maxFrameMs*c.format.Rate/1000*abi.SampleBytes)
+	}
 	c.openRecording()
 	frameSeconds := c.s.metrics.frameSeconds.WithLabelValues(route.Name)
 	if route.Upstream != nil {

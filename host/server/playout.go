@@ -478,6 +478,9 @@ func (c *call) sendPlayout(ulaw []byte, gen uint64) bool {
 	if !c.writeCallerLocked(typ, msg) {
 		return false
 	}
+	if c.far != nil {
+		c.far.wrote(ulaw)
+	}
 	c.rec.Heard(ulaw)
 	c.framesOut.Inc()
 	return true

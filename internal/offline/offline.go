@@ -96,6 +96,11 @@ type Options struct {
 	DTMF []DTMF
 	// CallID names the run in the call_start metadata.
 	CallID string
+	// FarEnd, if not empty, is an audio file at In's rate that a plugin
+	// asking for the far-end reference (ABI §11) gets frame for frame with
+	// In: its sample k is the reference of In's sample k, and silence
+	// follows where it is shorter. Empty: the reference is silence.
+	FarEnd string
 }
 
 // eventLog writes events as JSON lines, stamped with the audio time nowMs.
@@ -187,6 +192,16 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		return sum, err
 	}
 	inFormat, _ := audiofile.FormatOf(opts.In)
+	var far []byte
+	if opts.FarEnd != "" {
+		var farRate int
+		if far, farRate, err = audiofile.ReadPCM(opts.FarEnd); err != nil {
+			return sum, err
+		}
+		if farRate != rate {
+			return sum, fmt.Errorf("%s: the far end is %d Hz but %s is %d Hz: the reference must be at the input's rate", opts.FarEnd, farRate, opts.In, rate)
+		}
+	}
 	events := &eventLog{enc: json.NewEncoder(opts.Events)}
 	faults := 0
 	p, err := opts.Definition.Instantiate(ctx, pipeline.CallConfig{
@@ -203,6 +218,10 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	})
 	if err != nil {
 		return sum, err
+	}
+	if far != nil && !p.WantsReference() {
+		p.Close(ctx)
+		return sum, fmt.Errorf("--far-end %s: no stage of the pipeline asks for the far-end reference (a plugin that exports vox_reference, such as aec)", opts.FarEnd)
 	}
 	closed := false
 	defer func() {
@@ -243,6 +262,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		src = pcmSrc
 	}
 	var out []byte
+	farFrame := make([]byte, frameBytes+rate/1000*abi.SampleBytes)
 	dtmf := opts.DTMF
 	for off := 0; ended == nil && off < len(pcm); off += frameBytes {
 		nowMs := off / abi.SampleBytes * 1000 / rate
@@ -277,6 +297,13 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 			}
 		}
 		events.at(end / abi.SampleBytes * 1000 / rate)
+		if far != nil {
+			// Silence follows where far ends, as the ABI's short reference
+			// would put it before.
+			ref := farFrame[:len(pcmSrc.Frame)]
+			clear(ref[copy(ref, far[min(off, len(far)):]):])
+			p.SetReference(ref)
+		}
 		view, err := p.Process(src)
 		if err != nil {
 			ended = &FaultError{At: fmt.Sprintf("the frame at %d ms", nowMs), Err: err}

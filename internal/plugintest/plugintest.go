@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -341,6 +342,7 @@ func (t *tester) lifecycle(in *checked, config []byte) {
 		t.rep.NsPerFrame = float64(time.Since(start).Nanoseconds()) / float64(n)
 		return Pass, fmt.Sprintf("%d frames, %.0f ns/frame", n, t.rep.NsPerFrame)
 	})
+	t.check("far-end reference", in, func() (Status, string) { return farEnd(in, speech, frame) })
 	t.check("memory after init", in, func() (Status, string) {
 		if grown := in.MemoryPages(); grown != pagesAfterInit {
 			return Fail, fmt.Sprintf("memory grew from %d to %d pages while processing frames: allocate in vox_init, not per frame", pagesAfterInit, grown)
@@ -355,6 +357,40 @@ func (t *tester) lifecycle(in *checked, config []byte) {
 		return Pass, fmt.Sprintf("%d tail samples", tail)
 	})
 	t.event(in, "call_end event", abi.EventCallEnd, 0, nil)
+}
+
+// farEnd runs speech through a plugin that asks for the far-end reference
+// (ABI §11) with the speech itself as the reference, frame for frame: an
+// echo path of gain 1 and no delay. The plugin must take it; what it makes
+// of it (an echo canceller takes the speech out) is reported.
+func farEnd(in *checked, speech []int16, frame int) (Status, string) {
+	if in.Reference() == nil {
+		return Skip, "the plugin does not ask for it (no vox_reference)"
+	}
+	var inEnergy, outEnergy float64
+	n := 0
+	for off := 0; off+frame <= len(speech); off += frame {
+		samples := speech[off : off+frame]
+		write(in, samples)
+		ref := in.Reference()
+		for i, v := range samples {
+			ref[2*i], ref[2*i+1] = byte(v), byte(uint16(v)>>8)
+		}
+		out, err := in.Process(len(samples))
+		if err != nil {
+			return Fail, fmt.Sprintf("frame %d with its reference: %s", n+1, err)
+		}
+		buf := in.Buffer()
+		for i := range out {
+			v := float64(int16(uint16(buf[2*i]) | uint16(buf[2*i+1])<<8))
+			outEnergy += v * v
+		}
+		for _, v := range samples {
+			inEnergy += float64(v) * float64(v)
+		}
+		n++
+	}
+	return Pass, fmt.Sprintf("%d frames, the far end the frame itself: output %.1f dB against the input", n, 10*math.Log10(max(outEnergy, 1)/max(inEnergy, 1)))
 }
 
 func fullScale(n int) []int16 {

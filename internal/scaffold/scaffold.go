@@ -88,7 +88,7 @@ var languages = []Language{
 	{
 		ID: "go", Title: "Go", Source: "main.go", Toolchain: "Go 1.24 or later, GOOS=wasip1",
 		Tools: []string{"make", "go"}, templates: []string{"go/template"},
-		sdkDir: "go", files: []string{"go/*.go", "go/README.md"},
+		sdkDir: "go", files: []string{"go/*.go", "go/reference/*.go", "go/README.md"},
 	},
 	{
 		ID: "wat", Title: "WebAssembly text", Source: "__NAME__.wat", Toolchain: "wat2wasm (wabt) and sed",
@@ -144,9 +144,31 @@ type Project struct {
 	Files []string
 }
 
+// Options are the choices of a new project beyond its language and name.
+type Options struct {
+	// FarEnd makes the plugin ask for the far-end reference (ABI §11), for
+	// an echo canceller: the source is written with the SDK's way of asking
+	// for it (C and C++: VOX_WANTS_REFERENCE; Rust: plugin!'s far_end; Go:
+	// the reference package; AssemblyScript: vox_reference re-exported).
+	FarEnd bool
+}
+
+// farEndEdits are the changes FarEnd makes to each language's main source:
+// one text replaced, which must occur in the template exactly once.
+var farEndEdits = map[string][2]string{
+	"c":   {"#define VOXHOST_IMPLEMENTATION\n", "#define VOX_WANTS_REFERENCE /* the far-end reference: vox_reference() beside vox_samples() */\n#define VOXHOST_IMPLEMENTATION\n"},
+	"cpp": {"#define VOXHOST_IMPLEMENTATION\n", "#define VOX_WANTS_REFERENCE // the far-end reference: vox_reference() beside vox_samples()\n#define VOXHOST_IMPLEMENTATION\n"},
+	"rust": {"voxhost::plugin!(__TYPE__, __TYPE__ { gain_q16: 65536, samples_seen: 0 });",
+		"// far_end: the far-end reference, far_end(samples.len()) in process.\nvoxhost::plugin!(__TYPE__, __TYPE__ { gain_q16: 65536, samples_seen: 0 }, far_end);"},
+	"go": {"\tvoxhost \"github.com/voxhost/voxhost/sdk/go\"\n",
+		"\tvoxhost \"github.com/voxhost/voxhost/sdk/go\"\n\t// The far-end reference: import it by name and read\n\t// reference.Frame(len(s)) in Process.\n\t_ \"github.com/voxhost/voxhost/sdk/go/reference\"\n"},
+	"assemblyscript": {`export { voxhost_abi_v1, vox_buffer } from "@voxhost/sdk";`,
+		"// vox_reference: the far-end reference, reference()[i] beside samples()[i].\n" + `export { voxhost_abi_v1, vox_buffer, vox_reference } from "@voxhost/sdk";`},
+}
+
 // New writes the project of the plugin name in language lang into dir,
 // which must not exist or be empty.
-func New(lang, name, dir string) (*Project, error) {
+func New(lang, name, dir string, opts Options) (*Project, error) {
 	l, ok := Lookup(lang)
 	if !ok {
 		return nil, fmt.Errorf("unknown language %q: want one of %s", lang, strings.Join(IDs(), ", "))
@@ -164,6 +186,18 @@ func New(lang, name, dir string) (*Project, error) {
 		return nil, err
 	}
 	p := &Project{Dir: dir, Language: l, Name: name, WASM: "build/" + name + ".wasm", Source: l.replacer(name).Replace(l.Source)}
+	if opts.FarEnd {
+		edit, ok := farEndEdits[l.ID]
+		if !ok {
+			return nil, fmt.Errorf("--far-end is not written for %s: export vox_reference yourself (sdk/%s/README.md)", l.Title, l.sdkDir)
+		}
+		r := l.replacer(name)
+		old, src := r.Replace(edit[0]), string(files[p.Source])
+		if strings.Count(src, old) != 1 {
+			return nil, fmt.Errorf("scaffold: the %s template has changed: cannot add the far-end reference to %s", l.Title, p.Source)
+		}
+		files[p.Source] = []byte(strings.Replace(src, old, r.Replace(edit[1]), 1))
+	}
 	for _, rel := range sortedKeys(files) {
 		full := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {

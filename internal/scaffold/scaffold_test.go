@@ -19,7 +19,7 @@ func TestNewWritesEveryLanguage(t *testing.T) {
 	for _, l := range Languages() {
 		t.Run(l.ID, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "my-plugin")
-			p, err := New(l.ID, "my-plugin", dir)
+			p, err := New(l.ID, "my-plugin", dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestNewRefuses(t *testing.T) {
 		{"c", "1gain", filepath.Join(dir, "new"), "starting with a letter"},
 		{"c", strings.Repeat("a", 41), filepath.Join(dir, "new"), "1 to 40"},
 	} {
-		if _, err := New(c.lang, c.name, c.dir); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := New(c.lang, c.name, c.dir, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%s, %s): %v, want an error with %q", c.lang, c.name, err, c.want)
 		}
 	}

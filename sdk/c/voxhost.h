@@ -37,28 +37,124 @@ typedef __UINT8_TYPE__ uint8_t;
 typedef __UINT64_TYPE__ uint64_t;
 #endif
 
+/* ---- generated from abi/abi.go by abi/internal/abigen (go generate ./abi); do not edit ---- */
+/* Version is the ABI version this host implements. */
 #define VOX_ABI_VERSION 1
 
-/* Status codes (negative results of vox_init, vox_process, vox_event). */
+/* VersionMarkerPrefix starts the name of the export that declares a plugin's
+ * ABI version: a plugin built for ABI v1 exports a function named
+ * "voxhost_abi_v1". The host reads the number after the prefix.
+ */
+#define VOX_VERSION_MARKER_PREFIX "voxhost_abi_v"
+
+/* VersionMarker is the export that marks a plugin as built for this ABI. */
+#define VOX_VERSION_MARKER "voxhost_abi_v1"
+
+/* Names of the plugin's exports. */
+/* ExportMemory is the plugin's linear memory, where the frame buffer lives. */
+#define VOX_EXPORT_MEMORY "memory"
+/* ExportBuffer is vox_buffer(capacity_bytes i32) -> ptr i32: the address of a
+ * buffer of at least capacity_bytes, owned by the plugin, 2-byte aligned.
+ */
+#define VOX_EXPORT_BUFFER "vox_buffer"
+/* ExportProcess is vox_process(samples i32) -> i32: processes that many
+ * PCM16LE samples in place and returns the number of output samples.
+ */
+#define VOX_EXPORT_PROCESS "vox_process"
+/* ExportInit is the optional vox_init(config_len i32) -> i32, called once
+ * with the JSON config already written at the start of the buffer.
+ */
+#define VOX_EXPORT_INIT "vox_init"
+/* ExportEvent is the optional vox_event(kind i32, arg i32) -> i32. */
+#define VOX_EXPORT_EVENT "vox_event"
+/* ExportRate is the optional vox_rate(input_rate i32) -> output_rate i32,
+ * through which a plugin declares a sample-rate change.
+ */
+#define VOX_EXPORT_RATE "vox_rate"
+/* ExportReference is the optional vox_reference(capacity_bytes i32) ->
+ * ptr i32 of an inbound plugin that asks for the far-end reference (what
+ * the caller was sent, time-aligned with the caller's frame; ABI.md §11):
+ * a second buffer, which the host fills before every vox_process.
+ */
+#define VOX_EXPORT_REFERENCE "vox_reference"
+
+/* HostModule is the import module name of the functions the host provides. */
+#define VOX_HOST_MODULE "voxhost"
+
+/* Names of the host's functions a plugin may import from HostModule. */
+/* ImportLog is log(level i32, ptr i32, len i32): a UTF-8 message for the host log. */
+#define VOX_IMPORT_LOG "log"
+/* ImportEmit is emit(name_ptr i32, name_len i32, data_ptr i32, data_len i32):
+ * an event for the call's client (name: an identifier, data: JSON or empty).
+ */
+#define VOX_IMPORT_EMIT "emit"
+
+/* Status codes a plugin returns from vox_init, vox_process and vox_event.
+ * Zero and positive values are success; a negative value is one of these.
+ */
+/* StatusOK means success. */
 #define VOX_OK 0
+/* StatusError is an unspecified failure. */
 #define VOX_ERROR (-1)
+/* StatusBadConfig means vox_init rejected the configuration. */
 #define VOX_BAD_CONFIG (-2)
+/* StatusBadRate means the plugin does not accept that sample rate. */
 #define VOX_BAD_RATE (-3)
+/* StatusBadLength means the plugin does not accept a frame of that length. */
 #define VOX_BAD_LENGTH (-4)
+/* StatusBadState means the call came out of order (e.g. process before init). */
 #define VOX_BAD_STATE (-5)
 
-/* Event kinds delivered to vox_event(kind, arg). */
+/* Event kinds the host delivers through vox_event(kind, arg). */
+/* EventCallStart: a call began; arg is the length of the call metadata JSON
+ * the host wrote at the start of the buffer.
+ */
 #define VOX_EVENT_CALL_START 1
+/* EventCallEnd: the call ended; arg is 0. No further calls follow. */
 #define VOX_EVENT_CALL_END 2
+/* EventDTMF: the caller pressed a key; arg is its ASCII code (0-9 * # A-D). */
 #define VOX_EVENT_DTMF 3
+/* EventClear: barge-in; drop any audio the plugin holds. arg is 0. */
 #define VOX_EVENT_CLEAR 4
+/* EventFlush: the input ended; the plugin may write held samples into its
+ * buffer and return their count, which flows downstream as a last frame.
+ */
 #define VOX_EVENT_FLUSH 5
 
-/* Log levels of vox_log. */
+/* Log levels of the log import. */
 #define VOX_LOG_DEBUG 0
 #define VOX_LOG_INFO 1
 #define VOX_LOG_WARN 2
 #define VOX_LOG_ERROR 3
+
+/* Well-known names of events a plugin emits. Plugins may emit others. */
+/* EmitClear asks the host to clear the audio queued at the far end
+ * (a Twilio "clear"), e.g. when the caller starts speaking over a bot.
+ */
+#define VOX_EMIT_CLEAR "clear"
+/* EmitSpeechStart and EmitSpeechEnd mark voice activity. */
+#define VOX_EMIT_SPEECH_START "speech_start"
+#define VOX_EMIT_SPEECH_END "speech_end"
+/* EmitDTMF reports a detected key; data is the digit as a JSON string. */
+#define VOX_EMIT_DTMF "dtmf"
+
+/* Limits the host enforces on what a plugin emits or logs. */
+/* MaxEmitNameLen is the longest event name, in bytes. */
+#define VOX_MAX_EMIT_NAME_LEN 64
+/* MaxEmitDataLen is the longest event payload, in bytes. */
+#define VOX_MAX_EMIT_DATA_LEN 4096
+/* MaxLogLen is the longest log message kept; longer ones are cut. */
+#define VOX_MAX_LOG_LEN 4096
+
+/* SampleBytes is the size of one PCM16LE sample. */
+#define VOX_SAMPLE_BYTES 2
+
+/* BufferAlign is the alignment the host requires of the frame buffer address. */
+#define VOX_BUFFER_ALIGN 2
+
+/* TelephonyRate is the sample rate of G.711 audio at the edges of a call. */
+#define VOX_TELEPHONY_RATE 8000
+/* ---- end of the generated constants ---- */
 
 /* Marks a function as an export of the plugin under the given name. */
 #define VOX_EXPORT(name) __attribute__((export_name(name), visibility("default")))
@@ -83,6 +179,16 @@ extern int16_t vox_frame_buffer[VOX_BUFFER_BYTES / 2];
 
 /* The frame's samples: vox_process works on them in place. */
 static inline int16_t *vox_samples(void) { return vox_frame_buffer; }
+
+/* The far-end reference (ABI section 11): define VOX_WANTS_REFERENCE before
+ * including this header with VOXHOST_IMPLEMENTATION and the SDK exports
+ * vox_reference; before every vox_process(samples) the host then writes the
+ * reference of those samples here: what the caller was sent, time-aligned
+ * with the frame, at the same rate; silence when there is none. */
+#ifdef VOX_WANTS_REFERENCE
+extern int16_t vox_reference_buffer[VOX_BUFFER_BYTES / 2];
+static inline const int16_t *vox_reference(void) { return vox_reference_buffer; }
+#endif
 
 /* The buffer as bytes: where vox_init finds its JSON config. */
 static inline const char *vox_bytes(void) { return (const char *)vox_frame_buffer; }
@@ -431,6 +537,15 @@ VOX_EXPORT("voxhost_abi_v1") void voxhost_abi_v1(void) {}
 VOX_EXPORT("vox_buffer") int32_t vox_buffer(int32_t capacity) {
     return capacity <= (int32_t)sizeof(vox_frame_buffer) ? (int32_t)(uint32_t)vox_frame_buffer : 0;
 }
+
+#ifdef VOX_WANTS_REFERENCE
+/* Zero: a host that predates the reference never writes it (silence). */
+int16_t vox_reference_buffer[VOX_BUFFER_BYTES / 2] __attribute__((aligned(16)));
+
+VOX_EXPORT("vox_reference") int32_t vox_reference_export_(int32_t capacity) {
+    return capacity <= (int32_t)sizeof(vox_reference_buffer) ? (int32_t)(uint32_t)vox_reference_buffer : 0;
+}
+#endif
 
 /* Static constructors (C++ globals whose constructor runs code, C functions
  * marked __attribute__((constructor))) run once, when the host calls

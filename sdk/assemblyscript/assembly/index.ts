@@ -13,12 +13,15 @@
 //       return n;
 //     }
 //
-// Optional: vox_init(config_len), vox_rate(input_rate), vox_event(kind, arg).
+// Optional: vox_init(config_len), vox_rate(input_rate), vox_event(kind, arg),
+// and vox_reference, re-exported from the SDK, for the far-end reference
+// (reference.ts).
 // Build with the flags of asconfig.plugin.json (stub runtime, one page of
 // memory with min = max, no env.abort import): see README.md.
 
 export * from "./abi";
 export * from "./buffer";
+export * from "./reference";
 export * from "./host";
 export * from "./json";
 export * from "./events";

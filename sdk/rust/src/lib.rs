@@ -285,12 +285,28 @@ pub trait Plugin {
 /// The constructor is an expression of type `Type`, evaluated once, on the
 /// first call of the instance (`vox_buffer`). Use the macro once per plugin
 /// crate, at its root.
+///
+/// A last argument, a name (`voxhost::plugin!(Type, constructor, far_end)`
+/// or after `buffer_bytes = N`), asks for the far-end reference (ABI §11):
+/// the module then exports `vox_reference`, and the macro defines
+/// `fn far_end(len: usize) -> &'static [i16]` by that name at the crate's
+/// root, the reference of the frame being processed (its first `len`
+/// samples; silence where there is no far end), valid during `process`.
 #[macro_export]
 macro_rules! plugin {
     ($ty:ty, $new:expr) => {
         $crate::plugin!($ty, $new, buffer_bytes = 16384);
     };
-    ($ty:ty, $new:expr, buffer_bytes = $bytes:expr) => {
+    ($ty:ty, $new:expr, $reference:ident) => {
+        $crate::plugin!($ty, $new, buffer_bytes = 16384, $reference);
+    };
+    ($ty:ty, $new:expr, buffer_bytes = $bytes:expr $(, $reference:ident)?) => {
+        $(
+            /// The far-end reference of the frame being processed (ABI §11).
+            pub fn $reference(len: usize) -> &'static [i16] {
+                __voxhost_exports::REFERENCE.head(len)
+            }
+        )?
         #[doc(hidden)]
         #[allow(missing_docs)]
         pub mod __voxhost_exports {
@@ -340,6 +356,15 @@ macro_rules! plugin {
             pub extern "C" fn vox_process(samples: i32) -> i32 {
                 RUNTIME.process(&BUFFER, samples)
             }
+
+            $(
+                pub static REFERENCE: $crate::__rt::Buffer<{ ($bytes) / 2 }> = $crate::__rt::Buffer::new();
+
+                #[export_name = "vox_reference"]
+                pub extern "C" fn $reference(capacity_bytes: i32) -> i32 {
+                    REFERENCE.address(capacity_bytes)
+                }
+            )?
         }
     };
 }
@@ -380,6 +405,19 @@ pub mod __rt {
         #[allow(clippy::new_without_default)]
         pub const fn new() -> Self {
             Buffer(UnsafeCell::new([0; N]))
+        }
+
+        /// `vox_reference`: the buffer's address if `capacity_bytes` fits, else 0.
+        pub fn address(&'static self, capacity_bytes: i32) -> i32 {
+            if capacity_bytes < 0 || capacity_bytes as usize > N * SAMPLE_BYTES {
+                return 0;
+            }
+            self.get().as_ptr() as i32
+        }
+
+        /// The first `len` samples (at most `N`), for reading.
+        pub fn head(&'static self, len: usize) -> &'static [i16] {
+            &self.get()[..len.min(N)]
         }
 
         #[allow(clippy::mut_from_ref)]
