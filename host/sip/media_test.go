@@ -112,10 +112,10 @@ func TestMediaSymmetricAndStrangers(t *testing.T) {
 	other := &peer{t: t, conn: p.conn, ssrc: 0x9999, seq: 5000}
 	other.send(local, ptPCMU, bytes.Repeat([]byte{0x77}, frameSamples))
 	p.send(local, 13, frame) // comfort noise: not negotiated
-	for testutil.ToFloat64(m.rtpIgnored.WithLabelValues("address")) < 1 || testutil.ToFloat64(m.rtpIgnored.WithLabelValues("ssrc")) < 1 ||
-		testutil.ToFloat64(m.rtpIgnored.WithLabelValues("payload_type")) < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the stranger's, the other SSRC's and the comfort noise's packets counted", func() bool {
+		return testutil.ToFloat64(m.rtpIgnored.WithLabelValues("address")) >= 1 && testutil.ToFloat64(m.rtpIgnored.WithLabelValues("ssrc")) >= 1 &&
+			testutil.ToFloat64(m.rtpIgnored.WithLabelValues("payload_type")) >= 1
+	})
 	next := bytes.Repeat([]byte{0x43}, frameSamples)
 	p.send(local, ptPCMU, next)
 	for {
@@ -270,19 +270,13 @@ func TestMediaReportsAndTimeout(t *testing.T) {
 	}
 	close(sending)
 	// No more RTP: the media timeout ends the call, saying why.
-	for {
+	waitFor(t, "the media timeout", func() bool {
 		md.mu.Lock()
-		failed := md.failure != nil
-		md.mu.Unlock()
-		if failed {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer md.mu.Unlock()
+		return md.failure != nil
+	})
 	var rb []byte
-	for testutil.ToFloat64(m.rtcp.WithLabelValues("rr")) < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "a receiver report", func() bool { return testutil.ToFloat64(m.rtcp.WithLabelValues("rr")) >= 1 })
 	st := md.shutdown()
 	if !errors.Is(st.Failure, errMediaTimeout) {
 		t.Fatalf("ended by %v, want the media timeout", st.Failure)

@@ -118,19 +118,6 @@ func (h *host) metric(t *testing.T, line string) float64 {
 	return 0
 }
 
-// waitFor polls cond until it holds or a minute passes: the tests wait
-// on conditions, never on the machine's speed.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // sipp runs a SIPp scenario against the host and returns its output; it
 // fails the test if SIPp reports a failed call.
 func (h *host) sipp(t *testing.T, scenario string, args ...string) string {
@@ -293,7 +280,7 @@ pipelines:
   echo: [{plugin: gain, config: {db: -6}}]
 `)
 	h.sipp(t, "uac_pcap.xml", "-key", "route", "echo")
-	waitFor(t, "the call to end", func() bool {
+	sip.WaitFor(t, "the call to end", func() bool {
 		return h.metric(t, `voxhost_calls_total{outcome="completed",protocol="sip"}`) == 1
 	})
 	in, out := h.metric(t, `voxhost_rtp_packets_total{direction="in"}`), h.metric(t, `voxhost_rtp_packets_total{direction="out"}`)
@@ -328,7 +315,7 @@ pipelines:
     upstream: {url: %q, protocol: raw}
 `, b.url()))
 	h.sipp(t, "uac_pcap.xml", "-key", "route", "relay")
-	waitFor(t, "the bot's call to end", b.done)
+	sip.WaitFor(t, "the bot's call to end", b.done)
 
 	// What the bot must hear: the recording's A-law, decoded, through the
 	// route's pipeline run offline, in the bot leg's μ-law.
@@ -410,7 +397,7 @@ pipelines:
   echo: [{plugin: passthrough}]
 `)
 	h.sipp(t, "hold.xml", "-key", "route", "echo", "-t", transport)
-	waitFor(t, "the call to end", func() bool {
+	sip.WaitFor(t, "the call to end", func() bool {
 		return h.metric(t, `voxhost_calls_total{outcome="completed",protocol="sip"}`) == 1
 	})
 }
@@ -456,7 +443,7 @@ pipelines:
 	})
 	t.Cleanup(func() { sip.SetRinging(nil) })
 	h.sipp(t, "cancel.xml", "-key", "route", "echo")
-	waitFor(t, "the call slot to come back", func() bool {
+	sip.WaitFor(t, "the call slot to come back", func() bool {
 		return h.metric(t, `voxhost_sip_invite_responses_total{code="487"}`) == 1 && h.metric(t, "voxhost_active_calls") == 0
 	})
 }
