@@ -141,6 +141,13 @@ type Limits struct {
 	// PluginSlots is how many calls may run plugin code at once; 0 means
 	// GOMAXPROCS, the cores Go runs on.
 	PluginSlots int
+	// CallHostCost is the CPU, as a fraction of one core, admission
+	// assumes the host spends on a call outside its plugins (socket,
+	// codec, scheduling) until 16 calls run steadily enough to measure
+	// it, and the least it measures after; 0 means the server's default
+	// (0.0014, 1.4 ms of CPU per second of call). A surge is admitted on
+	// it: set it to what this machine measures (DEPLOY.md, "Sizing").
+	CallHostCost float64
 }
 
 // AudioSocket is the plain-TCP listener for Asterisk's AudioSocket
@@ -508,6 +515,8 @@ func (l *Limits) validate() error {
 		return invalid("limits.call_cpu_share", "must be between 0 (the default, 0.5) and 1, got %g", l.CallCPUShare)
 	case l.FrameDeadline < 0:
 		return invalid("limits.frame_deadline", "must not be negative, got %v", l.FrameDeadline)
+	case l.CallHostCost < 0 || l.CallHostCost > 1:
+		return invalid("limits.call_host_cost", "must be between 0 (the default, 0.0014) and 1, got %g", l.CallHostCost)
 	case l.PluginSlots < 0:
 		return invalid("limits.plugin_slots", "must not be negative, got %d", l.PluginSlots)
 	case l.CPUHighWaterPercent < 0 || l.CPUHighWaterPercent > 100:

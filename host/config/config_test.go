@@ -41,6 +41,7 @@ func TestLoadExample(t *testing.T) {
 			StallTimeout:        5 * time.Second,
 			CallCPUShare:        0.5,
 			FrameDeadline:       20 * time.Millisecond,
+			CallHostCost:        0.0014,
 		},
 		PluginLimits: config.PluginLimits{
 			Module:         exampleModuleLimits(),

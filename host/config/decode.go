@@ -87,6 +87,7 @@ func configFields(c *Config) map[string]field {
 			"call_cpu_share":         fraction(&c.Limits.CallCPUShare),
 			"frame_deadline":         duration(&c.Limits.FrameDeadline),
 			"plugin_slots":           integer(&c.Limits.PluginSlots),
+			"call_host_cost":         fraction(&c.Limits.CallHostCost),
 		}),
 		"playout": mapping(map[string]field{
 			"queue":      duration(&c.Playout.Queue),

@@ -30,7 +30,7 @@ func TestErrors(t *testing.T) {
 
 		// Unknown keys.
 		{"unknown top-level key", "# config\n\nlisen: ':8080'\n", "voxhost.yaml:3:1: ", `unknown key "lisen" (want one of: admin, allowed_hosts, audiosocket, auth, cache_dir, console, default_pipeline, http, limits, listen, log_level, memory_limit_pages, origins, pipelines, playout, plugin_limits, plugins_dir, sip)`},
-		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: call_cpu_share, cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, frame_deadline, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, plugin_slots, ready_high_water, ready_low_water, setup_wait, stall_timeout)`},
+		{"unknown limits key", "limits:\n  max_call: 5\n", "voxhost.yaml:2:3: ", `limits: unknown key "max_call" (want one of: call_cpu_share, call_host_cost, cpu_high_water_percent, cpu_low_water_percent, cpu_wait_high_water, cpu_wait_low_water, drain_timeout, frame_deadline, idle_timeout, max_calls, max_concurrent_setups, max_frame_ms, max_message_bytes, plugin_slots, ready_high_water, ready_low_water, setup_wait, stall_timeout)`},
 		{"unknown auth key", "auth:\n  token: [a]\n", "voxhost.yaml:2:3: ", `auth: unknown key "token" (want one of: tokens, tokens_env)`},
 		{"unknown stage key", "pipelines:\n  main:\n    - plugin: gain\n      onerror: bypass\n", "voxhost.yaml:4:7: ", `pipelines.main[0]: unknown key "onerror" (want one of: budget_ms, config, on_error, plugin)`},
 		{"merge key", "limits: &l {max_calls: 5}\nauth:\n  <<: *l\n", "voxhost.yaml:3:3: ", "auth: merge keys (<<) are not supported"},

@@ -58,12 +58,16 @@ const (
 	DefaultFrameDeadline = 20 * time.Millisecond
 	// DefaultCallCostPrior is the CPU the host spends on a call outside
 	// its plugins (socket, codec, scheduling), in cores: what a raw call
-	// of 20 ms frames cost on one core of this project's 2-vCPU machines
-	// (default-pipeline calls took 68% of the core at 384 calls, 0.0018 a
-	// call, of which their plugins' measured 0.0009; BENCHMARKS.md, "Real
-	// time"). It is what admission assumes until 16 calls run, and the
-	// floor of what it measures after: a slower machine measures more.
-	DefaultCallCostPrior = 0.001
+	// of 20 ms frames cost on one core of this project's 2-vCPU machines,
+	// measured by the sampler at 250 and 306 steady default-pipeline
+	// calls (0.0011 to 0.0020 from one 100 ms sample to the next, about
+	// 0.0014 in the middle). It is what admission assumes until 16 calls
+	// run, and the floor of what it measures after: a slower machine
+	// measures more. A surge is admitted on it alone, before anything is
+	// measured: at 0.001 a surge of 1,440 let 425 calls in where the core
+	// serves about 350 on time, and their p99 was 46 to 171 ms; at 0.0014,
+	// 303 and 10 to 36 ms (BENCHMARKS.md, "Real time").
+	DefaultCallCostPrior = 0.0014
 	// measureCalls is how many calls must run before the host's cost per
 	// call is measured rather than assumed: with fewer, the process's own
 	// idle work (metrics, GC) would be charged to too few calls.

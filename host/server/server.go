@@ -535,9 +535,15 @@ func (s *Server) atCapacity() bool {
 func (s *Server) overloaded() bool { return s.cpu != nil && s.cpu.overloaded() }
 
 // reject refuses a connection before the upgrade, with a reason for the
-// client and a count for the operator.
+// client and a count for the operator. The connection is closed after the
+// answer: a client that came for a call has nothing else to ask, and a
+// surge's refused connections, kept alive, would hold goroutines and
+// buffers for the idle timeout and fill http.max_conns_per_ip, so that
+// the callers after them were cut off unanswered (372 of a surge of
+// 1,440 from one address).
 func (s *Server) reject(w http.ResponseWriter, status int, reason, msg string) {
 	s.metrics.rejected.WithLabelValues(reason).Inc()
+	w.Header().Set("Connection", "close")
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="voxhost"`)
 	}

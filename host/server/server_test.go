@@ -1,13 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/voxhost/voxhost/internal/hosttest"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/voxhost/voxhost/internal/hosttest"
 
 	"github.com/coder/websocket"
 
@@ -423,6 +426,36 @@ func TestCapacityAndUnknownPipeline(t *testing.T) {
 		t.Fatalf("unknown pipeline: %d, want 404", got)
 	}
 	assertMetric(t, h, `voxhost_rejected_connections_total{reason="capacity"} 1`)
+}
+
+func TestARefusedCallsConnectionIsClosed(t *testing.T) {
+	h := newHost(t, map[string]string{"main": "passthrough"}, func(o *server.Options) { o.MaxCalls = 1 })
+	a := dial(t, h.url+"/ws")
+	defer a.CloseNow()
+	waitFor(t, func() bool { return h.ActiveCalls() == 1 })
+	conn, err := net.Dial("tcp", h.http.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A bound on a failure only: a server that keeps the connection would
+	// otherwise leave the read below waiting for its idle timeout.
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /ws HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", h.http.Listener.Addr())
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
+		t.Fatalf("second call: %d, close %v; want 503 and Connection: close", resp.StatusCode, resp.Close)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after the refusal the connection gave %v, want EOF (closed by the server)", err)
+	}
 }
 
 func get(t *testing.T, h *testHost, path string) int {

@@ -215,6 +215,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Host, er
 		CallCPUShare:     cfg.Limits.CallCPUShare,
 		FrameDeadline:    cfg.Limits.FrameDeadline,
 		PluginSlots:      cfg.Limits.PluginSlots,
+		CallCostPrior:    cfg.Limits.CallHostCost,
 		Tokens:           cfg.ResolvedTokens(),
 		Origins:          cfg.Origins,
 		Logger:           logger,
