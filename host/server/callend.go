@@ -186,7 +186,7 @@ func (c *call) finish() {
 		attrs = append(attrs, "reason", c.reason)
 	}
 	if c.far != nil {
-		if n := c.far.droppedSamples(); n > 0 {
+		if n := c.far.finish(); n > 0 {
 			attrs = append(attrs, "far_end_dropped_ms", n*1000/int64(c.format.Rate))
 		}
 	}

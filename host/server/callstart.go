@@ -68,7 +68,7 @@ func (c *call) start(start *transport.Start) error {
 		return err
 	}
 	if c.in.WantsReference() {
-		c.far = newFarEnd(c.format)
+		c.far = newFarEnd(c.format, c.s.metrics.farEnd)
 		c.farFrame = make([]byte, c.maxFrameMs*c.format.Rate/1000*abi.SampleBytes)
 	}
 	c.openRecording()
