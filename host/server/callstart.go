@@ -10,6 +10,7 @@ import (
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/transport"
 )
 
@@ -67,7 +68,7 @@ func (c *call) start(start *transport.Start) error {
 		c.end(websocket.StatusInternalError, "pipeline failed to start", "start_failed")
 		return err
 	}
-	if c.in.WantsReference() {
+	if c.in.WantsReference() || route.Recording.Records(recording.Reference) {
 		c.far = newFarEnd(c.format, c.s.metrics.farEnd)
 		c.farFrame = make([]byte, c.maxFrameMs*c.format.Rate/1000*abi.SampleBytes)
 	}

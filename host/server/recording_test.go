@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -123,9 +124,15 @@ func TestRecordingOfAnEchoCall(t *testing.T) {
 	sameSamples(t, "caller_processed", got["caller_processed"], caller) // passthrough at 8 kHz
 	heard := ulawLinears(received)
 	sameSamples(t, "heard", got["heard"], heard)
-	// An echo answers each frame after reading it: what the caller had
-	// been sent when frame k came in is the answer to frame k-1.
-	sameSamples(t, "reference", got["reference"], append(make([]int16, 160), heard[:len(heard)-160]...))
+	// The far-end timeline of an echo (ABI §11): the route's output for
+	// frame k-1 (PCM16, before it is μ-law coded for the caller) is what
+	// the caller plays during frame k; silence during the first.
+	sameSamples(t, "reference", got["reference"], append(make([]int16, 160), caller[:len(caller)-160]...))
+	// Every frame but the first had the answer before it as its reference.
+	waitFor(t, func() bool {
+		return math.Abs(counter(t, h, `voxhost_far_end_seconds_total{reference="sent"}`)-1.48) < 1e-9
+	})
+	assertMetric(t, h, `voxhost_far_end_seconds_total{reference="none"} 0.02`)
 }
 
 // echoBot serves a raw bot that sends back each binary message as it
@@ -155,7 +162,8 @@ func echoBot(t *testing.T) string {
 // TestRecordingOfARelayedCall records a call relayed to a bot that sends
 // back what it hears: the caller's streams are what it sent, what it
 // heard is what it received, and the reference is that heard audio in
-// order, taken as the caller's frames came.
+// order, on the caller's clock (farend_recording_test.go checks it is what
+// a plugin gets).
 func TestRecordingOfARelayedCall(t *testing.T) {
 	dir := t.TempDir()
 	up := upstream(t, echoBot(t), "raw")
