@@ -269,6 +269,21 @@ func (r *Recorder) Close() {
 	}
 }
 
+// Outcome is how the recording ended once Close has returned: one of the
+// Outcome constants, or "" while its writer is still finishing the files
+// (a disk that stalled past closeWait).
+func (r *Recorder) Outcome() string {
+	if r == nil {
+		return ""
+	}
+	select {
+	case <-r.done:
+		return r.outcome
+	default:
+		return ""
+	}
+}
+
 // Files are the paths of the recording's files, in stream order.
 func (r *Recorder) Files() []string {
 	if r == nil {

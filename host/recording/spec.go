@@ -125,6 +125,10 @@ func (s *Spec) Records(stream Stream) bool {
 	return s != nil && slices.Contains(s.streams(), stream)
 }
 
+// Recorded are the streams the spec records, in order, the default
+// applied.
+func (s *Spec) Recorded() []Stream { return slices.Clone(s.streams()) }
+
 // streams are the recorded streams, defaults applied.
 func (s *Spec) streams() []Stream {
 	if len(s.Streams) == 0 {

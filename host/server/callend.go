@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -184,6 +185,9 @@ func (c *call) finish() {
 	}
 	if c.reason != "" {
 		attrs = append(attrs, "reason", c.reason)
+	}
+	if c.rec != nil {
+		attrs = append(attrs, "recording", cmp.Or(c.rec.Outcome(), "still_writing"))
 	}
 	if c.far != nil {
 		if n := c.far.finish(); n > 0 {

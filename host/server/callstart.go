@@ -91,6 +91,12 @@ func (c *call) start(start *transport.Start) error {
 	c.sample(c.in, DirectionInbound)
 	c.sample(c.out, DirectionOutbound)
 	v := &callView{route: route.Name, format: c.format.String(), in: c.in, out: c.out}
+	if c.rec != nil {
+		for _, st := range route.Recording.Recorded() {
+			v.recorded = append(v.recorded, st.String())
+		}
+		v.recordingID = c.id
+	}
 	if c.bot != nil {
 		v.upstream = c.bot.u.Dialect.Name()
 	}

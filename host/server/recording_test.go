@@ -115,6 +115,10 @@ func TestRecordingOfAnEchoCall(t *testing.T) {
 	sent := ulawSpeech(1.5)
 	c := dial(t, h.url+"/ws?call_id=rec-echo")
 	received := echoFrames(t, c, sent, 160)
+	// The live call says what it records, and under which id.
+	if calls := h.Calls(); len(calls) != 1 || !slices.Equal(calls[0].Recorded, []string{"caller", "caller_processed", "heard", "reference"}) || calls[0].RecordingID != "rec-echo" {
+		t.Errorf("the live call: %+v; want it recording every stream as rec-echo", calls)
+	}
 	c.Close(websocket.StatusNormalClosure, "")
 	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
 
@@ -260,6 +264,11 @@ func TestFullDiskStopsTheRecordingNotTheCall(t *testing.T) {
 	waitFor(t, func() bool { return strings.Count(logs.String(), "call ended") == 1 })
 	if n := strings.Count(logs.String(), "recording stopped"); n != 1 {
 		t.Fatalf("%d log lines say the recording stopped, want 1", n)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "call ended") && !strings.Contains(line, "recording=disk_floor") {
+			t.Errorf("the call's last line does not say how its recording ended: %s", line)
+		}
 	}
 	got := readRecorded(t, dir, "rec-full")
 	caller := ulawLinears(sent)
