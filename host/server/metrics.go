@@ -46,13 +46,13 @@ type metrics struct {
 	marks            *prometheus.CounterVec
 	bargeIns         *prometheus.CounterVec
 	pluginFrame      *prometheus.HistogramVec
+	farEnd           *farEndMetrics
 
 	framesLate *prometheus.CounterVec
 	schedWait  prometheus.Histogram
 	degraded   *prometheus.CounterVec
 
 	recording *recording.Metrics
-	farEnd    *farEndMetrics
 }
 
 // Directions of a call's pipelines, as the direction label spells them.
@@ -198,9 +198,9 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	m.degraded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_calls_degraded_total", Help: "Plugins bypassed in calls over their CPU quota (over_quota: bypass_costliest), by route.",
 	}, []string{"route"})
+	m.farEnd = newFarEndMetrics(m.registry)
 	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
 	m.recording = recording.NewMetrics(m.registry)
-	m.farEnd = newFarEndMetrics(m.registry)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.botErrors, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)
