@@ -28,7 +28,7 @@ type Recording struct {
 
 // RecordingStreams are the streams a recording may hold: the caller's
 // audio as decoded, after the inbound stages, what the caller was sent,
-// and that cut to the caller's frames as the far-end reference.
+// and the far-end reference inbound plugins get (ABI §11).
 var RecordingStreams = []string{"caller", "caller_processed", "heard", "reference"}
 
 // maxRecordingSeconds keeps a file inside the 4 GiB a WAV header can

@@ -43,7 +43,7 @@ func BenchmarkRecordFrame(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			spec := &recording.Spec{Dir: b.TempDir(), Streams: []recording.Stream{recording.Caller, recording.CallerProcessed, recording.Heard, recording.Reference},
 				MaxDuration: 24 * time.Hour, MinFreeBytes: 1}
-			rec, err := recording.OpenIdle(spec, "bench", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20},
+			rec, err := recording.OpenIdle(spec, "bench", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000},
 				recording.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				b.Fatal(err)
@@ -51,7 +51,7 @@ func BenchmarkRecordFrame(b *testing.B) {
 			b.ReportAllocs()
 			n := 0
 			for b.Loop() {
-				rec.Caller(frame)
+				rec.Caller(frame, pcm)
 				rec.Processed(pcm)
 				rec.Heard(frame)
 				if n++; n%tc.every == 0 {

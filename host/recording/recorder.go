@@ -80,14 +80,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // Formats are the audio of a call's streams.
 type Formats struct {
-	// Caller is the caller leg's format: Caller, Heard and Reference are
-	// in it.
+	// Caller is the caller leg's format: Caller and Heard are in it, and
+	// Reference is PCM16 at its rate.
 	Caller codec.Format
 	// ProcessedRate is the rate the inbound pipeline ends at
 	// (CallerProcessed is PCM16 at it).
 	ProcessedRate int
-	// MaxFrameMs is the longest frame of the call.
-	MaxFrameMs int
 }
 
 // Recorder records one call. Its frame methods (Caller, Processed, Heard)
@@ -99,13 +97,6 @@ type Recorder struct {
 	log    *slog.Logger
 	m      *Metrics
 	tracks [numStreams]*track
-
-	// ref holds what the caller was sent and no caller frame has taken
-	// yet, for Reference; refFrame is one caller frame's worth of it.
-	refMu    sync.Mutex
-	ref      ring
-	refFrame []byte
-	silence  byte
 
 	// dir is the spec's Dir, open: the new files' entries are synced
 	// through it, and the free space asked.
@@ -186,17 +177,17 @@ func (r *Recorder) create(id string, started time.Time, formats Formats) error {
 	}
 	r.dir = dir
 	_ = dir.Sync()
-	r.ref = ring{buf: make([]byte, bytesOf(formats.Caller, time.Second))}
-	r.refFrame = make([]byte, formats.MaxFrameMs*formats.Caller.BytesPerMs())
-	r.silence = formats.Caller.Silence()
 	return nil
 }
 
 func (r *Recorder) createAt(stem string, started time.Time, formats Formats) error {
 	for _, s := range r.spec.streams() {
 		f := formats.Caller
-		if s == CallerProcessed {
+		switch s {
+		case CallerProcessed:
 			f = codec.Format{Encoding: codec.L16, Rate: formats.ProcessedRate}
+		case Reference:
+			f = codec.Format{Encoding: codec.L16, Rate: formats.Caller.Rate}
 		}
 		path := filepath.Join(r.spec.Dir, fileName(stem, started, s))
 		fh, err := r.spec.open(path)
@@ -219,24 +210,16 @@ func bytesOf(f codec.Format, d time.Duration) int {
 	return int(d/time.Millisecond) * f.BytesPerMs()
 }
 
-// Caller records a frame of the caller's audio as it came in, and takes
-// the same length of what the caller had been sent for Reference.
-func (r *Recorder) Caller(frame []byte) {
+// Caller records a frame of the caller's audio as it came in, and ref,
+// the far-end reference the inbound pipeline got with it (PCM16 at the
+// caller's rate, as many samples as the frame; nil when the call keeps no
+// far-end timeline, which it does whenever Records(Reference)).
+func (r *Recorder) Caller(frame, ref []byte) {
 	if r == nil {
 		return
 	}
 	r.tracks[Caller].add(frame)
-	t := r.tracks[Reference]
-	if t == nil || t.off.Load() {
-		return
-	}
-	r.refMu.Lock()
-	ref := r.refFrame[:min(len(frame), len(r.refFrame))]
-	for i := r.ref.take(ref); i < len(ref); i++ {
-		ref[i] = r.silence
-	}
-	t.add(ref)
-	r.refMu.Unlock()
+	r.tracks[Reference].add(ref)
 }
 
 // Processed records the inbound pipeline's output for a frame (PCM16).
@@ -253,11 +236,6 @@ func (r *Recorder) Heard(frame []byte) {
 		return
 	}
 	r.tracks[Heard].add(frame)
-	if t := r.tracks[Reference]; t != nil && !t.off.Load() {
-		r.refMu.Lock()
-		r.ref.push(frame)
-		r.refMu.Unlock()
-	}
 }
 
 // add buffers b for the writer, or counts it lost when the buffer is full:
@@ -288,6 +266,21 @@ func (r *Recorder) Close() {
 	case <-r.done:
 	case <-time.After(closeWait):
 		r.log.Warn("the recording's files are still being written; the writer finishes them on its own", "dir", r.spec.Dir)
+	}
+}
+
+// Outcome is how the recording ended once Close has returned: one of the
+// Outcome constants, or "" while its writer is still finishing the files
+// (a disk that stalled past closeWait).
+func (r *Recorder) Outcome() string {
+	if r == nil {
+		return ""
+	}
+	select {
+	case <-r.done:
+		return r.outcome
+	default:
+		return ""
 	}
 }
 
@@ -473,36 +466,4 @@ func (r *Recorder) closeFiles(remove bool) {
 			r.tracks[i] = nil
 		}
 	}
-}
-
-// ring is a fixed-size FIFO of bytes that drops its oldest when full.
-type ring struct {
-	buf      []byte
-	start, n int
-}
-
-// push appends b, dropping the oldest bytes that do not fit.
-func (q *ring) push(b []byte) {
-	if len(b) >= len(q.buf) {
-		b = b[len(b)-len(q.buf):]
-	}
-	if over := q.n + len(b) - len(q.buf); over > 0 {
-		q.start = (q.start + over) % len(q.buf)
-		q.n -= over
-	}
-	end := (q.start + q.n) % len(q.buf)
-	k := copy(q.buf[end:], b)
-	copy(q.buf, b[k:])
-	q.n += len(b)
-}
-
-// take moves up to len(dst) of the oldest bytes into dst and returns how
-// many.
-func (q *ring) take(dst []byte) int {
-	n := min(len(dst), q.n)
-	k := copy(dst[:n], q.buf[q.start:])
-	copy(dst[k:n], q.buf)
-	q.start = (q.start + n) % len(q.buf)
-	q.n -= n
-	return n
 }

@@ -53,7 +53,7 @@ func TestAFullDiskStopsTheRecording(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := recording.NewMetrics(reg)
 	logs := &hosttest.LogBuffer{}
-	rec, err := recording.Open(spec, "full", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20}, m,
+	rec, err := recording.Open(spec, "full", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000}, m,
 		slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -62,12 +62,12 @@ func TestAFullDiskStopsTheRecording(t *testing.T) {
 	// Frames keep coming while the writer fails: none may block.
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "recording stopped") && time.Now().Before(deadline) {
-		rec.Caller(frame)
+		rec.Caller(frame, nil)
 		rec.Heard(frame)
 		runtime.Gosched()
 	}
 	for i := 0; i < 100; i++ {
-		rec.Caller(frame)
+		rec.Caller(frame, nil)
 	}
 	rec.Close()
 	if n := strings.Count(logs.String(), "recording stopped"); n != 1 {
@@ -172,7 +172,7 @@ func TestAStalledDiskNeverHoldsUpTheFrames(t *testing.T) {
 		return &stalled{File: f, blocked: blocked, release: release}, err
 	})
 	reg := prometheus.NewRegistry()
-	rec, err := recording.Open(spec, "stalled", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20},
+	rec, err := recording.Open(spec, "stalled", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000},
 		recording.NewMetrics(reg), slog.New(slog.NewTextHandler(&hosttest.LogBuffer{}, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -182,13 +182,13 @@ func TestAStalledDiskNeverHoldsUpTheFrames(t *testing.T) {
 	// Ten frames, then the writer takes them and its write stalls: the
 	// other frames come while it waits.
 	for k := 0; k < 10; k++ {
-		rec.Caller(frame(k))
+		rec.Caller(frame(k), nil)
 	}
 	<-blocked
 	var slowest time.Duration
 	for k := 10; k < frames; k++ {
 		t0 := time.Now()
-		rec.Caller(frame(k))
+		rec.Caller(frame(k), nil)
 		slowest = max(slowest, time.Since(t0))
 	}
 	close(release)
@@ -233,7 +233,7 @@ func TestAStalledDiskNeverHoldsUpTheFrames(t *testing.T) {
 // the call's audio so far.
 func TestAFileIsPlayableBeforeTheCallEnds(t *testing.T) {
 	spec := &recording.Spec{Dir: t.TempDir(), Streams: []recording.Stream{recording.Caller}, MinFreeBytes: 1}
-	rec, err := recording.Open(spec, "alive", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000, MaxFrameMs: 20},
+	rec, err := recording.Open(spec, "alive", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000},
 		recording.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(&hosttest.LogBuffer{}, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestAFileIsPlayableBeforeTheCallEnds(t *testing.T) {
 		ulaw[i] = byte(i * 7)
 	}
 	for off := 0; off < len(ulaw); off += 160 {
-		rec.Caller(ulaw[off : off+160])
+		rec.Caller(ulaw[off:off+160], nil)
 	}
 	path := rec.Files()[0]
 	deadline := time.Now().Add(10 * time.Second)
@@ -262,5 +262,39 @@ func TestAFileIsPlayableBeforeTheCallEnds(t *testing.T) {
 			t.Fatalf("10 s after a second of audio, the live file's header does not count it: %d bytes, %v", len(pcm), err)
 		}
 		time.Sleep(10 * time.Millisecond) // a poll of the condition, as waitFor's
+	}
+}
+
+// TestTheReferenceIsRecordedAsGiven records a μ-law caller with the
+// far-end reference the call handed with each frame: the reference file
+// holds those PCM16 samples as they were given, frame for frame beside the
+// caller's, not a decode of anything.
+func TestTheReferenceIsRecordedAsGiven(t *testing.T) {
+	spec := &recording.Spec{Dir: t.TempDir(), Streams: []recording.Stream{recording.Caller, recording.Reference}, MinFreeBytes: 1}
+	rec, err := recording.OpenIdle(spec, "ref", time.Now(), recording.Formats{Caller: codec.Telephony, ProcessedRate: 8000},
+		recording.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(&hosttest.LogBuffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantCaller, wantRef []byte
+	for k := 0; k < 25; k++ {
+		frame := bytes.Repeat([]byte{byte(k * 9)}, 160)
+		ref := make([]byte, 320)
+		for i := range 160 {
+			v := int16(k*1000 - i*7) // any PCM16, odd values included
+			ref[2*i], ref[2*i+1] = byte(v), byte(uint16(v)>>8)
+		}
+		rec.Caller(frame, ref)
+		pcm := make([]byte, 320)
+		codec.DecodeUlaw(pcm, frame)
+		wantCaller, wantRef = append(wantCaller, pcm...), append(wantRef, ref...)
+	}
+	rec.Finish()
+	files := rec.Files()
+	for i, want := range [][]byte{wantCaller, wantRef} {
+		pcm, rate, err := audiofile.ReadPCM(files[i])
+		if err != nil || rate != 8000 || !bytes.Equal(pcm, want) {
+			t.Fatalf("%s: %d samples at %d Hz (%v), not the %d given", files[i], len(pcm)/2, rate, err, len(want)/2)
+		}
 	}
 }

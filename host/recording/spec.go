@@ -29,11 +29,13 @@ const (
 	CallerProcessed
 	// Heard is what the caller was sent, as decoded from its leg.
 	Heard
-	// Reference is the far-end reference of the caller's frames: Heard,
-	// cut into pieces as long as the caller's frames and taken as each
-	// caller frame arrives, so that sample i of Reference is what had been
-	// sent to the caller when sample i of Caller came in (silence where
-	// nothing had).
+	// Reference is the far-end reference of the caller's frames (ABI
+	// §11): for each caller frame, exactly the samples an inbound plugin
+	// that asks for the reference gets with it, PCM16 at the caller's
+	// rate, so that sample i of Reference is what the caller was playing
+	// when it sent sample i of Caller, as the host's timeline places it
+	// (silence where nothing was). Caller and Reference are what an echo
+	// canceller saw, sample for sample.
 	Reference
 	numStreams
 )
@@ -116,6 +118,16 @@ func (s *Spec) Check() error {
 	_ = os.Remove(name)
 	return nil
 }
+
+// Records says whether the spec records stream s; a nil spec records
+// nothing.
+func (s *Spec) Records(stream Stream) bool {
+	return s != nil && slices.Contains(s.streams(), stream)
+}
+
+// Recorded are the streams the spec records, in order, the default
+// applied.
+func (s *Spec) Recorded() []Stream { return slices.Clone(s.streams()) }
 
 // streams are the recorded streams, defaults applied.
 func (s *Spec) streams() []Stream {

@@ -67,8 +67,8 @@ type call struct {
 	readBuf      []byte
 	frameOut     []byte // a frame for the caller, in its format
 	// far is the far-end reference, for an inbound pipeline that asks for
-	// it (ABI §11), and farFrame the reference of one caller frame; nil
-	// otherwise.
+	// it (ABI §11) or a recording of it, and farFrame the reference of one
+	// caller frame; nil otherwise.
 	far      *farEnd
 	farFrame []byte
 	src      codec.Source
@@ -302,8 +302,9 @@ func (c *call) frame(t0 time.Time) bool {
 	rt, lease := c.s.rt, c.cpu.in
 	deadline := sched.Now() + int64(rt.deadline)
 	lease.Acquire(deadline)
+	var ref []byte
 	if c.far != nil {
-		ref := c.farFrame[:min(len(c.msg.Audio)/c.format.SampleBytes()*abi.SampleBytes, len(c.farFrame))]
+		ref = c.farFrame[:min(len(c.msg.Audio)/c.format.SampleBytes()*abi.SampleBytes, len(c.farFrame))]
 		c.far.next(ref)
 		c.in.SetReference(ref)
 	}
@@ -315,7 +316,7 @@ func (c *call) frame(t0 time.Time) bool {
 	}
 	c.frames.Add(1)
 	c.audioMs += int64(len(c.msg.Audio) / c.format.BytesPerMs())
-	c.rec.Caller(c.msg.Audio)
+	c.rec.Caller(c.msg.Audio, ref)
 	c.rec.Processed(pcm)
 	if b := c.bot; b != nil {
 		lease.Release()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -185,8 +186,11 @@ func (c *call) finish() {
 	if c.reason != "" {
 		attrs = append(attrs, "reason", c.reason)
 	}
+	if c.rec != nil {
+		attrs = append(attrs, "recording", cmp.Or(c.rec.Outcome(), "still_writing"))
+	}
 	if c.far != nil {
-		if n := c.far.droppedSamples(); n > 0 {
+		if n := c.far.finish(); n > 0 {
 			attrs = append(attrs, "far_end_dropped_ms", n*1000/int64(c.format.Rate))
 		}
 	}

@@ -28,6 +28,12 @@ type CallSummary struct {
 	// Inbound and Outbound are each stage's sampled cost per frame.
 	Inbound  []pipeline.StageCost `json:"inbound,omitempty"`
 	Outbound []pipeline.StageCost `json:"outbound,omitempty"`
+	// Recorded are the streams the call's recording started with; absent
+	// when it records nothing. RecordingID is the id its files are named
+	// and listed by (GET /calls/{id}/recording): the carrier's own when
+	// its start message carries one (Twilio's CallSid), so not always ID.
+	Recorded    []string `json:"recorded,omitempty"`
+	RecordingID string   `json:"recording_id,omitempty"`
 }
 
 // callView is what a call publishes for Calls once its stream started:
@@ -35,6 +41,8 @@ type CallSummary struct {
 type callView struct {
 	route, upstream, format string
 	in, out                 *pipeline.Pipeline
+	recorded                []string
+	recordingID             string
 }
 
 // Calls lists the live calls, oldest first, with each plugin's sampled
@@ -51,6 +59,7 @@ func (s *Server) Calls() []CallSummary {
 		cs := CallSummary{ID: c.summaryID, Protocol: c.proto.Name(), Started: c.started, Frames: c.frames.Load()}
 		if v := c.view.Load(); v != nil {
 			cs.Route, cs.Upstream, cs.Format = v.route, v.upstream, v.format
+			cs.Recorded, cs.RecordingID = v.recorded, v.recordingID
 			cs.Inbound = v.in.Costs()
 			if v.out != nil {
 				cs.Outbound = v.out.Costs()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/transport"
 )
 
@@ -67,8 +68,8 @@ func (c *call) start(start *transport.Start) error {
 		c.end(websocket.StatusInternalError, "pipeline failed to start", "start_failed")
 		return err
 	}
-	if c.in.WantsReference() {
-		c.far = newFarEnd(c.format)
+	if c.in.WantsReference() || route.Recording.Records(recording.Reference) {
+		c.far = newFarEnd(c.format, c.s.metrics.farEnd)
 		c.farFrame = make([]byte, c.maxFrameMs*c.format.Rate/1000*abi.SampleBytes)
 	}
 	c.openRecording()
@@ -90,6 +91,12 @@ func (c *call) start(start *transport.Start) error {
 	c.sample(c.in, DirectionInbound)
 	c.sample(c.out, DirectionOutbound)
 	v := &callView{route: route.Name, format: c.format.String(), in: c.in, out: c.out}
+	if c.rec != nil {
+		for _, st := range route.Recording.Recorded() {
+			v.recorded = append(v.recorded, st.String())
+		}
+		v.recordingID = c.id
+	}
 	if c.bot != nil {
 		v.upstream = c.bot.u.Dialect.Name()
 	}

@@ -3,6 +3,8 @@ package server
 import (
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/codec"
 )
@@ -33,11 +35,61 @@ type farEnd struct {
 	// decoded is a scratch buffer for written audio in the caller's codec,
 	// decoded a second at a time.
 	decoded []byte
+
+	// m are the series the timeline reports to, a second of the caller's
+	// audio at a time (reportAt on its clock) and at the call's end:
+	// sent and none count the caller's samples since the last report
+	// whose reference held audio sent to the caller or silence because
+	// none was, reportedDrops the dropped samples reported.
+	m             *farEndMetrics
+	reportAt      int64
+	sent, none    int64
+	reportedDrops int64
 }
 
-func newFarEnd(f codec.Format) *farEnd {
+// The values of voxhost_far_end_seconds_total's reference label.
+const (
+	// referenceSent: the caller's audio whose reference held audio the
+	// host had sent the caller.
+	referenceSent = "sent"
+	// referenceNone: silence, because nothing sent was playing.
+	referenceNone = "none"
+)
+
+// farEndMetrics are the far-end timelines' series: whether the reference
+// plugins get holds what the caller was playing, and how far ahead the
+// host writes.
+type farEndMetrics struct {
+	sent, none prometheus.Counter
+	dropped    prometheus.Counter
+	queue      prometheus.Histogram
+}
+
+func newFarEndMetrics(reg prometheus.Registerer) *farEndMetrics {
+	seconds := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voxhost_far_end_seconds_total",
+		Help: "Caller audio of calls that keep a far-end reference (ABI §11: a plugin asks for it, or a recording of it), by what its reference held: sent (audio the host had sent the caller, playing then) or none (silence: nothing was).",
+	}, []string{"reference"})
+	m := &farEndMetrics{
+		sent: seconds.WithLabelValues(referenceSent),
+		none: seconds.WithLabelValues(referenceNone),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voxhost_far_end_dropped_seconds_total",
+			Help: "Audio sent to callers further ahead of their clock than the far-end timeline holds (4 s): it plays, and its reference is silence.",
+		}),
+		queue: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "voxhost_far_end_queue_seconds",
+			Help:    "How far the audio sent to a caller reaches past the caller's clock, the lead the far-end alignment absorbs (a carrier's send-ahead, the playout's), seen at a caller frame while audio is queued, once a second per call.",
+			Buckets: []float64{0.005, 0.01, 0.02, 0.04, 0.1, 0.2, 0.5, 1, 2, 4},
+		}),
+	}
+	reg.MustRegister(seconds, m.dropped, m.queue)
+	return m
+}
+
+func newFarEnd(f codec.Format, m *farEndMetrics) *farEnd {
 	ring := make([]byte, farEndSeconds*f.Rate*abi.SampleBytes)
-	return &farEnd{format: f, ring: ring, decoded: make([]byte, len(ring)/farEndSeconds)}
+	return &farEnd{format: f, ring: ring, decoded: make([]byte, len(ring)/farEndSeconds), m: m, reportAt: int64(f.Rate)}
 }
 
 // next fills ref with the reference of the caller's next len(ref)/2
@@ -45,12 +97,34 @@ func newFarEnd(f codec.Format) *farEnd {
 func (f *farEnd) next(ref []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	n := int64(len(ref) / abi.SampleBytes)
+	queued := f.end - f.heard
+	sent := min(queued, n)
+	f.sent += sent
+	f.none += n - sent
 	f.span(f.heard, len(ref), func(seg []byte, done int) {
 		copy(ref[done:], seg)
 		clear(seg)
 	})
-	f.heard += int64(len(ref) / abi.SampleBytes)
+	f.heard += n
 	f.end = max(f.end, f.heard)
+	if f.heard >= f.reportAt {
+		f.reportAt = f.heard + int64(f.format.Rate)
+		if queued > 0 {
+			f.m.queue.Observe(float64(queued) / float64(f.format.Rate))
+		}
+		f.report()
+	}
+}
+
+// report adds what the timeline counted since the last report to its
+// series.
+func (f *farEnd) report() {
+	rate := float64(f.format.Rate)
+	f.m.sent.Add(float64(f.sent) / rate)
+	f.m.none.Add(float64(f.none) / rate)
+	f.m.dropped.Add(float64(f.dropped-f.reportedDrops) / rate)
+	f.sent, f.none, f.reportedDrops = 0, 0, f.dropped
 }
 
 // span calls fn with the ring's bytes of n bytes of the timeline from
@@ -106,9 +180,12 @@ func (f *farEnd) clear() {
 	f.end = f.heard
 }
 
-// droppedSamples is how many written samples lay beyond the ring's reach.
-func (f *farEnd) droppedSamples() int64 {
+// finish reports what the timeline counted since its last report, at the
+// call's end, and says how many written samples lay beyond the ring's
+// reach.
+func (f *farEnd) finish() (dropped int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.report()
 	return f.dropped
 }

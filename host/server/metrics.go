@@ -46,6 +46,7 @@ type metrics struct {
 	marks            *prometheus.CounterVec
 	bargeIns         *prometheus.CounterVec
 	pluginFrame      *prometheus.HistogramVec
+	farEnd           *farEndMetrics
 
 	framesLate *prometheus.CounterVec
 	schedWait  prometheus.Histogram
@@ -197,6 +198,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	m.degraded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_calls_degraded_total", Help: "Plugins bypassed in calls over their CPU quota (over_quota: bypass_costliest), by route.",
 	}, []string{"route"})
+	m.farEnd = newFarEndMetrics(m.registry)
 	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
 	m.recording = recording.NewMetrics(m.registry)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.botErrors, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)

@@ -15,7 +15,7 @@ func (c *call) openRecording() {
 		return
 	}
 	c.s.recordingDirs.Store(spec.Dir, struct{}{})
-	formats := recording.Formats{Caller: c.format, ProcessedRate: c.in.OutputRate(), MaxFrameMs: c.maxFrameMs}
+	formats := recording.Formats{Caller: c.format, ProcessedRate: c.in.OutputRate()}
 	rec, err := recording.Open(spec, c.id, c.started, formats, c.s.metrics.recording, c.log)
 	if err != nil {
 		c.log.Warn("recording failed to start; the call goes on without one", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -114,6 +115,10 @@ func TestRecordingOfAnEchoCall(t *testing.T) {
 	sent := ulawSpeech(1.5)
 	c := dial(t, h.url+"/ws?call_id=rec-echo")
 	received := echoFrames(t, c, sent, 160)
+	// The live call says what it records, and under which id.
+	if calls := h.Calls(); len(calls) != 1 || !slices.Equal(calls[0].Recorded, []string{"caller", "caller_processed", "heard", "reference"}) || calls[0].RecordingID != "rec-echo" {
+		t.Errorf("the live call: %+v; want it recording every stream as rec-echo", calls)
+	}
 	c.Close(websocket.StatusNormalClosure, "")
 	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
 
@@ -123,9 +128,15 @@ func TestRecordingOfAnEchoCall(t *testing.T) {
 	sameSamples(t, "caller_processed", got["caller_processed"], caller) // passthrough at 8 kHz
 	heard := ulawLinears(received)
 	sameSamples(t, "heard", got["heard"], heard)
-	// An echo answers each frame after reading it: what the caller had
-	// been sent when frame k came in is the answer to frame k-1.
-	sameSamples(t, "reference", got["reference"], append(make([]int16, 160), heard[:len(heard)-160]...))
+	// The far-end timeline of an echo (ABI §11): the route's output for
+	// frame k-1 (PCM16, before it is μ-law coded for the caller) is what
+	// the caller plays during frame k; silence during the first.
+	sameSamples(t, "reference", got["reference"], append(make([]int16, 160), caller[:len(caller)-160]...))
+	// Every frame but the first had the answer before it as its reference.
+	waitFor(t, func() bool {
+		return math.Abs(counter(t, h, `voxhost_far_end_seconds_total{reference="sent"}`)-1.48) < 1e-9
+	})
+	assertMetric(t, h, `voxhost_far_end_seconds_total{reference="none"} 0.02`)
 }
 
 // echoBot serves a raw bot that sends back each binary message as it
@@ -155,7 +166,8 @@ func echoBot(t *testing.T) string {
 // TestRecordingOfARelayedCall records a call relayed to a bot that sends
 // back what it hears: the caller's streams are what it sent, what it
 // heard is what it received, and the reference is that heard audio in
-// order, taken as the caller's frames came.
+// order, on the caller's clock (farend_recording_test.go checks it is what
+// a plugin gets).
 func TestRecordingOfARelayedCall(t *testing.T) {
 	dir := t.TempDir()
 	up := upstream(t, echoBot(t), "raw")
@@ -252,6 +264,11 @@ func TestFullDiskStopsTheRecordingNotTheCall(t *testing.T) {
 	waitFor(t, func() bool { return strings.Count(logs.String(), "call ended") == 1 })
 	if n := strings.Count(logs.String(), "recording stopped"); n != 1 {
 		t.Fatalf("%d log lines say the recording stopped, want 1", n)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "call ended") && !strings.Contains(line, "recording=disk_floor") {
+			t.Errorf("the call's last line does not say how its recording ended: %s", line)
+		}
 	}
 	got := readRecorded(t, dir, "rec-full")
 	caller := ulawLinears(sent)

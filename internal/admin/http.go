@@ -51,11 +51,14 @@ type HandlerOptions struct {
 //	DELETE /plugins/{name}   refused (409) while routes use it, in either direction
 //	GET    /pipelines        the routes new calls may ask for: inbound stages ("stages") and
 //	                         outbound ones with each stage's sha256, the upstream (url
-//	                         template, protocol, codec, rate, header names, on_failure)
+//	                         template, protocol, codec, rate, header names, on_failure),
+//	                         which stages ask for the far-end reference, the recording
 //	POST   /reload           reread the config file's routes
 //	POST   /run              body: an audio file; run through a route's stages as
 //	                         voxhost run would (?pipeline=, ?direction=inbound|outbound,
-//	                         ?name= the file's name); the events and the output WAV
+//	                         ?name= the file's name); the events and the output WAV.
+//	                         Or multipart/form-data: parts audio and far_end (the
+//	                         far-end reference, as voxhost run --far-end)
 //	GET    /calls            the live calls (route, protocol, format, started, frames,
 //	                         each plugin's sampled ns/frame) and the ended ones by outcome
 //	GET    /calls/{id}       one live call
@@ -110,7 +113,8 @@ const ConsoleCallPrefix = "console-"
 // auth.tokens): what the console on the main listener (console: true)
 // talks to.
 //
-//	GET  /pipelines    the routes, with of each upstream only its protocol, codec and rate
+//	GET  /pipelines    the routes, with of each upstream only its protocol, codec and rate,
+//	                   of each recording not its directory
 //	GET  /calls/{id}   one live call the console placed (its id begins ConsoleCallPrefix)
 //	GET  /calls/{id}/recording[/{file}]  the recording of a call the console placed
 //	POST /run          as the admin API's
@@ -267,6 +271,10 @@ func (h *handler) writePipelines(w http.ResponseWriter, redacted bool) {
 	for i, p := range list {
 		if u := p.Upstream; u != nil && redacted {
 			list[i].Upstream = &UpstreamInfo{Protocol: u.Protocol, Codec: u.Codec, Rate: u.Rate, Headers: []string{}}
+		}
+		if r := p.Recording; r != nil && redacted {
+			// Where the host keeps the callers' voices is the operator's.
+			list[i].Recording = &RouteRecordingInfo{What: r.What, MaxSeconds: r.MaxSeconds, MinFreeBytes: r.MinFreeBytes}
 		}
 		for j, st := range p.Stages {
 			list[i].Stages[j].Cost = costs[[3]string{p.Name, server.DirectionInbound, st.name}]

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/server"
 )
 
@@ -73,6 +75,10 @@ type StageInfo struct {
 	Config   map[string]any `json:"config,omitempty"`
 	OnError  string         `json:"on_error,omitempty"`
 	BudgetMs int            `json:"budget_ms,omitempty"`
+	// Reference says the stage asks for the far-end reference (its
+	// plugin exports vox_reference, ABI §11): POST /run takes a far-end
+	// file for it.
+	Reference bool `json:"reference,omitempty"`
 	// Cost is the stage's sampled time per frame over the route's calls
 	// since the host started; absent before its first timed frame.
 	Cost *CostInfo `json:"cost,omitempty"`
@@ -91,6 +97,30 @@ type PipelineInfo struct {
 	Outbound []StageInfo `json:"outbound,omitempty"`
 	// Upstream is the bot the route relays calls to; absent for an echo.
 	Upstream *UpstreamInfo `json:"upstream,omitempty"`
+	// Recording is what the route records of its calls; absent when it
+	// records nothing.
+	Recording *RouteRecordingInfo `json:"recording,omitempty"`
+}
+
+// RouteRecordingInfo describes what a route records of its calls,
+// defaults applied.
+type RouteRecordingInfo struct {
+	Dir          string   `json:"dir,omitempty"`
+	What         []string `json:"what"`
+	MaxSeconds   float64  `json:"max_seconds"`
+	MinFreeBytes uint64   `json:"min_free_bytes"`
+}
+
+func recordingInfo(s *recording.Spec) *RouteRecordingInfo {
+	if s == nil {
+		return nil
+	}
+	info := &RouteRecordingInfo{Dir: s.Dir, What: []string{}, MaxSeconds: cmp.Or(s.MaxDuration, recording.DefaultMaxDuration).Seconds(),
+		MinFreeBytes: cmp.Or(s.MinFreeBytes, recording.DefaultMinFreeBytes)}
+	for _, st := range s.Recorded() {
+		info.What = append(info.What, st.String())
+	}
+	return info
 }
 
 // UpstreamInfo describes a route's bot leg. It names the headers sent
@@ -116,7 +146,8 @@ func (m *Manager) Pipelines() ([]PipelineInfo, string) {
 	for _, name := range slices.Sorted(maps.Keys(m.specs)) {
 		spec := m.specs[name]
 		out = append(out, PipelineInfo{Name: name, Default: name == m.defaultName,
-			Stages: m.stageInfos(spec.Inbound), Outbound: m.stageInfos(spec.Outbound), Upstream: upstreamInfo(spec.Upstream)})
+			Stages: m.stageInfos(spec.Inbound), Outbound: m.stageInfos(spec.Outbound), Upstream: upstreamInfo(spec.Upstream),
+			Recording: recordingInfo(spec.Recording)})
 	}
 	return out, m.defaultName
 }
@@ -140,7 +171,7 @@ func (m *Manager) stageInfos(stages []pipeline.StageSpec) []StageInfo {
 	for _, st := range stages {
 		si := StageInfo{Plugin: st.Plugin, Config: st.Config, OnError: st.OnError, BudgetMs: st.BudgetMs}
 		if v, ok := m.cat.Current(st.Plugin); ok {
-			si.SHA256, si.name = v.SHA256, v.Plugin.Name()
+			si.SHA256, si.name, si.Reference = v.SHA256, v.Plugin.Name(), v.Plugin.WantsReference()
 		}
 		out = append(out, si)
 	}

@@ -28,15 +28,10 @@ func wavBytes(t *testing.T, pcm []byte, rate int) []byte {
 	return b
 }
 
-// TestRun runs a file through a route as voxhost run would, and refuses
-// what it cannot run with the reason.
-func TestRun(t *testing.T) {
-	h := startHost(t, "")
-	in := signal.Speech(8000, 1)
-	status, body := h.admin("POST", "/run?pipeline=p&name=speech.wav", token, wavBytes(t, in, 8000))
-	if status != http.StatusOK {
-		t.Fatalf("POST /run: %d %v", status, body)
-	}
+// answerPCM is the processed audio of POST /run's answer body, read as
+// the 8 kHz WAV file it must be.
+func answerPCM(t *testing.T, body map[string]any) []byte {
+	t.Helper()
 	wav, err := base64.StdEncoding.DecodeString(body["wav"].(string))
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +44,19 @@ func TestRun(t *testing.T) {
 	if err != nil || rate != 8000 {
 		t.Fatalf("the answer's WAV: %d Hz, %v", rate, err)
 	}
+	return pcm
+}
+
+// TestRun runs a file through a route as voxhost run would, and refuses
+// what it cannot run with the reason.
+func TestRun(t *testing.T) {
+	h := startHost(t, "")
+	in := signal.Speech(8000, 1)
+	status, body := h.admin("POST", "/run?pipeline=p&name=speech.wav", token, wavBytes(t, in, 8000))
+	if status != http.StatusOK {
+		t.Fatalf("POST /run: %d %v", status, body)
+	}
+	pcm := answerPCM(t, body)
 	// flip negates every sample.
 	got, want := signal.Samples(pcm), signal.Samples(in)
 	if len(got) != len(want) {

@@ -67,10 +67,7 @@ func startHost(t *testing.T) *host {
 // startHostWith is startHost with tweak applied to its config.
 func startHostWith(t *testing.T, tweak func(*config.Config)) *host {
 	t.Helper()
-	stages, err := pipeline.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inbound := configStages(t, spec)
 	// The bot of the relay route echoes what it hears.
 	sim, err := botsim.New(botsim.Config{Mode: botsim.Echo})
 	if err != nil {
@@ -83,10 +80,6 @@ func startHostWith(t *testing.T, tweak func(*config.Config)) *host {
 	cfg.Admin = config.Admin{Listen: "127.0.0.1:0", Tokens: []string{adminToken}}
 	cfg.Auth.Tokens = []string{callToken}
 	cfg.Limits.DrainTimeout = time.Second
-	inbound := make([]config.Stage, len(stages))
-	for i, st := range stages {
-		inbound[i] = config.Stage(st)
-	}
 	cfg.Pipelines = map[string]config.Route{
 		"talk": {Inbound: inbound},
 		"bot": {Inbound: inbound, Upstream: &config.Upstream{
@@ -126,6 +119,21 @@ func startHostWith(t *testing.T, tweak func(*config.Config)) *host {
 		h.Close(context.Background())
 	})
 	return hs
+}
+
+// configStages is a pipeline spec, as voxhost run takes it, as a
+// config's stages.
+func configStages(t *testing.T, spec string) []config.Stage {
+	t.Helper()
+	stages, err := pipeline.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]config.Stage, len(stages))
+	for i, st := range stages {
+		out[i] = config.Stage(st)
+	}
+	return out
 }
 
 // testLog sends a host's warnings to the test's log.

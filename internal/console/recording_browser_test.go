@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -8,22 +9,31 @@ import (
 	"github.com/voxhost/voxhost/internal/signal"
 )
 
+// recordedCall logs in to h's console, places a call on route from a
+// microphone playing speech, hangs up, waits for the page to show the
+// call's recording and saves a screenshot as shot; it returns the tab and
+// what the page sent and played.
+func recordedCall(t *testing.T, h *host, route, shot string) (ctx context.Context, sent, received []byte) {
+	t.Helper()
+	mic, micPCM := speechFile(t)
+	ctx = browser(t, mic)
+	login(t, ctx, h.adminURL, adminToken)
+	_, sent, received = call(t, ctx, route, "mulaw-8000", len(micPCM)/2/8, nil)
+	run(t, ctx, "waiting for the recording", chromedp.WaitReady(chromedp.CSS(`body[data-recording="ready"], body[data-recording="none"]`)))
+	if state := eval[string](t, ctx, `document.body.dataset.recording`); state != "ready" {
+		t.Fatalf("the page shows no recording (%s): %s", state, text(t, ctx, "#recording-note"))
+	}
+	screenshot(t, ctx, shot)
+	return ctx, sent, received
+}
+
 // TestRecordingPlayer places a call from the console on a route that
 // records every stream, hangs up, and waits for the page to show the
 // recording: a player per stream that the browser has read (so the file
 // was served as audio it can play), whose caller stream is what the page
 // sent, μ-law decoded, and whose heard stream begins with what it played.
 func TestRecordingPlayer(t *testing.T) {
-	h := startHost(t)
-	mic, micPCM := speechFile(t)
-	ctx := browser(t, mic)
-	login(t, ctx, h.adminURL, adminToken)
-	_, sent, received := call(t, ctx, "recorded", "mulaw-8000", len(micPCM)/2/8, nil)
-	run(t, ctx, "waiting for the recording", chromedp.WaitReady(chromedp.CSS(`body[data-recording="ready"], body[data-recording="none"]`)))
-	if state := eval[string](t, ctx, `document.body.dataset.recording`); state != "ready" {
-		t.Fatalf("the page shows no recording (%s): %s", state, text(t, ctx, "#recording-note"))
-	}
-	screenshot(t, ctx, "recording")
+	ctx, sent, received := recordedCall(t, startHost(t), "recorded", "recording")
 	type file struct {
 		Stream  string `json:"stream"`
 		Rate    int    `json:"rate"`

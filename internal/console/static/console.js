@@ -5,6 +5,7 @@
 import {encodeUlaw, decodeUlaw, pcmBytes, pcmSamples, parseWAV, toBase64, fromBase64, concat, spectrogram} from './audio.js';
 import {timeline, waveform, spectrogramImage, eventStyle, peaksOf} from './draw.js';
 import {showRecording, clearRecording} from './recording.js';
+import {setFarEndRoutes, runBody, showFarEnd, clearFarEnd} from './farend.js';
 
 const settings = JSON.parse(document.getElementById('settings').textContent);
 const $ = (id) => document.getElementById(id);
@@ -145,6 +146,7 @@ async function loadPipelines() {
   }
   describeRoute($('route'), $('route-info'));
   describeRoute($('file-route'), $('file-route-info'));
+  setFarEndRoutes(pipelines);
 }
 
 function stagesText(stages) {
@@ -607,6 +609,7 @@ function clearFileResult() {
   }
   $('file-out-rate').textContent = '';
   $('file-events').tBodies[0].replaceChildren();
+  clearFarEnd();
 }
 
 $('file-form').addEventListener('submit', async (ev) => {
@@ -621,8 +624,9 @@ $('file-form').addEventListener('submit', async (ev) => {
   try {
     const input = await file.arrayBuffer();
     const q = new URLSearchParams({pipeline: route, direction, name: file.name});
-    const res = await request('POST', 'run?' + q, {body: input, type: file.type || 'audio/wav'});
-    showFileResult(file, input, res);
+    const req = await runBody(file, input);
+    const res = await request('POST', 'run?' + q, {body: req.body, type: req.type});
+    showFileResult(file, input, res, req.far);
     document.body.dataset.file = 'done';
   } catch (e) {
     fileStatus(e.message, true);
@@ -632,7 +636,7 @@ $('file-form').addEventListener('submit', async (ev) => {
   }
 });
 
-function showFileResult(file, input, res) {
+function showFileResult(file, input, res, far) {
   const outWAV = fromBase64(res.wav);
   const out = parseWAV(outWAV.buffer);
   let inp = null;
@@ -660,6 +664,7 @@ function showFileResult(file, input, res) {
   spectrogramImage($('file-out-spec'), spectrogram(out.samples));
   $('file-out-rate').textContent = `${out.rate} Hz`;
   for (const e of events) addEventRow($('file-events'), e);
+  showFarEnd(far, inp, out, events);
 }
 
 // ---- test hook ----------------------------------------------------------

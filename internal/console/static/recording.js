@@ -17,8 +17,14 @@ const STREAM_LABELS = {
   caller: 'the caller, as it came in',
   caller_processed: 'the caller after the inbound stages',
   heard: 'what the caller heard',
-  reference: 'far-end reference (heard, cut to the caller\'s frames)',
+  reference: 'the far-end reference, as the inbound stages got it',
 };
+
+// The lanes' order: the caller, the reference beside it, then what the
+// inbound stages made of the two (an aec's output), then what the caller
+// heard.
+const STREAM_ORDER = ['caller', 'reference', 'caller_processed', 'heard'];
+const LANE_COLOURS = {caller: '--input', caller_processed: '--input', reference: '--reference', heard: '--output'};
 
 let shown = null; // {callID, files: [{stream, rate, samples}], urls}
 let generation = 0;
@@ -61,7 +67,8 @@ export async function showRecording(callID, events, request, fetchFile) {
   const files = [], urls = [];
   $('recording-note').textContent = `call ${callID}, started ${new Date(rec.started).toLocaleTimeString()}: ` +
     rec.files.map((f) => `${f.stream} ${f.seconds.toFixed(1)} s at ${f.rate} Hz`).join(', ');
-  for (const f of rec.files) {
+  const order = (f) => (STREAM_ORDER.includes(f.stream) ? STREAM_ORDER.indexOf(f.stream) : STREAM_ORDER.length);
+  for (const f of [...rec.files].sort((a, b) => order(a) - order(b))) {
     const res = await fetchFile(f.url);
     if (!res.ok) throw new Error(`${f.url}: ${res.status}`);
     const blob = await res.blob();
@@ -90,7 +97,7 @@ export async function showRecording(callID, events, request, fetchFile) {
     canvas.setAttribute('aria-label', `Waveform of the recorded ${f.stream} stream, with the call's events`);
     item.append(label, ' ', link, canvas);
     $('recording-files').append(item);
-    waveform(canvas, wav.samples, wav.rate, events, f.stream.startsWith('caller') ? '--input' : '--output');
+    waveform(canvas, wav.samples, wav.rate, events, LANE_COLOURS[f.stream] || '--output');
   }
   shown = {callID, files, urls};
   // Ready once the browser has read every player's file.

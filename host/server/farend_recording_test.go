@@ -1,0 +1,140 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	gorilla "github.com/gorilla/websocket"
+
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/recording"
+	"github.com/voxhost/voxhost/internal/audiofile"
+)
+
+// TestRecordedReferenceIsWhatThePluginGot relays a call, over real
+// sockets, to a bot that talks (known audio, sent ahead a second at a
+// time as a TTS streams), through refecho, a plugin that answers each
+// frame with its far-end reference. The recording's reference stream must
+// be what the plugin got, frame for frame: the plugin's output (the
+// caller_processed stream, and what the bot heard, μ-law coded), and in
+// order the bot's own audio, with silence only where nothing played.
+func TestRecordedReferenceIsWhatThePluginGot(t *testing.T) {
+	const frameLen, frames = 160, 150 // 3 s
+	// The bot's voice is not the caller's (ulawSpeech): a reference fed
+	// from the wrong direction would not pass.
+	botPCM, rate, err := audiofile.ReadPCM("../../plugins/aec/testdata/bot_8k.wav")
+	if err != nil || rate != 8000 || len(botPCM) < 2*5*8000 {
+		t.Fatalf("fixture: %d samples at %d Hz, %v", len(botPCM)/2, rate, err)
+	}
+	botUlaw := make([]byte, 5*8000)
+	codec.EncodeUlaw(botUlaw, botPCM[:2*len(botUlaw)])
+	var mu sync.Mutex
+	var botHeard []byte
+	bot := startBot(t, func(conn *gorilla.Conn) {
+		if _, _, err := conn.ReadMessage(); err != nil { // start
+			return
+		}
+		go func() {
+			for off := 0; off < len(botUlaw); off += 8000 {
+				if conn.WriteMessage(gorilla.BinaryMessage, botUlaw[off:off+8000]) != nil {
+					return
+				}
+			}
+		}()
+		for {
+			typ, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			if typ == gorilla.BinaryMessage {
+				mu.Lock()
+				botHeard = append(botHeard, msg...)
+				mu.Unlock()
+			}
+		}
+	})
+	dir := t.TempDir()
+	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: testdataPlugin("refecho"), upstream: upstream(t, bot.url, "raw")}},
+		recordMain(&recording.Spec{Dir: dir, Streams: []recording.Stream{recording.Caller, recording.CallerProcessed, recording.Reference}, MinFreeBytes: 1}))
+	c := dial(t, h.url+"/ws?call_id=ref-relay")
+	defer c.CloseNow()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the caller's side reads what it is sent
+		for {
+			if _, _, err := c.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	// The caller talks in real time, so that its clock and the playout's
+	// run together as on a phone.
+	sent := ulawSpeech(float64(frames*frameLen) / 8000)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for off := 0; off < len(sent); off += frameLen {
+		<-tick.C
+		if err := c.Write(ctx, websocket.MessageBinary, sent[off:off+frameLen]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(botHeard) >= len(sent)
+	})
+	c.Close(websocket.StatusNormalClosure, "")
+	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
+
+	got := readRecorded(t, dir, "ref-relay")
+	sameSamples(t, "caller", got["caller"], ulawLinears(sent))
+	ref, out := got["reference"], got["caller_processed"]
+	if len(ref) != len(sent) || len(out) != len(sent) {
+		t.Fatalf("reference %d and caller_processed %d samples, want one per caller sample (%d)", len(ref), len(out), len(sent))
+	}
+	mu.Lock()
+	heard := slices.Clone(botHeard[:len(sent)])
+	mu.Unlock()
+	pcm := make([]byte, 2*frameLen)
+	want := make([]byte, frameLen)
+	for k := 0; k < frames; k++ {
+		fr := ref[k*frameLen : (k+1)*frameLen]
+		if !slices.Equal(fr, out[k*frameLen:(k+1)*frameLen]) {
+			t.Fatalf("frame %d: the recorded reference is not what the plugin got (its output)", k)
+		}
+		for i, v := range fr {
+			pcm[2*i], pcm[2*i+1] = byte(v), byte(uint16(v)>>8)
+		}
+		codec.EncodeUlaw(want, pcm)
+		if !bytes.Equal(heard[k*frameLen:(k+1)*frameLen], want) {
+			t.Fatalf("frame %d: the bot heard other than the recorded reference, μ-law coded", k)
+		}
+	}
+	// The reference is the bot's audio as the caller played it: in order,
+	// with silence where nothing played (before the bot's first frame,
+	// and where the playout fell behind the caller's clock).
+	nonzero := func(s []int16) []int16 {
+		return slices.DeleteFunc(slices.Clone(s), func(v int16) bool { return v == 0 })
+	}
+	r, b := nonzero(ref), nonzero(ulawLinears(botUlaw))
+	if len(r) < 8000 || !slices.Equal(r, b[:len(r)]) {
+		t.Fatalf("the reference's %d non-silent samples are not the first of the bot's audio, in order (want at least a second of it)", len(r))
+	}
+	first := slices.IndexFunc(ref, func(v int16) bool { return v != 0 })
+	waitFor(t, func() bool {
+		return counter(t, h, `voxhost_far_end_seconds_total{reference="sent"}`)+counter(t, h, `voxhost_far_end_seconds_total{reference="none"}`) >= 3-1e-9
+	})
+	sentSec, none := counter(t, h, `voxhost_far_end_seconds_total{reference="sent"}`), counter(t, h, `voxhost_far_end_seconds_total{reference="none"}`)
+	if math.Abs(sentSec+none-3) > 1e-9 || sentSec < float64(len(r))/8000-1e-9 {
+		t.Fatalf("voxhost_far_end_seconds_total: sent %v s, none %v s; want 3 s in all, at least the %v s the reference held", sentSec, none, float64(len(r))/8000)
+	}
+	t.Logf("the recorded reference is what the plugin got, all %d frames; the bot's audio plays from %d ms of the caller's clock; sent %.2f s, none %.2f s",
+		frames, first/8, sentSec, none)
+}
