@@ -6,12 +6,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/catalog"
+	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/internal/loadgen"
+	"github.com/voxhost/voxhost/internal/sched"
+	"github.com/voxhost/voxhost/internal/signal"
 )
 
 // The servers the frame CPU comparison prices, as its table names them:
@@ -60,7 +66,7 @@ type FrameCPU struct {
 	Points []FrameCPUPoint
 	// WarmPassthroughNs and WarmChainNs are one call's frame through each
 	// pipeline in this process, warm: μ-law decode, the stages and encode,
-	// the same frame over and over, no sockets (Sessions at 1).
+	// the same frame over and over, no sockets, in thread CPU time.
 	WarmPassthroughNs, WarmChainNs float64
 	// LoadBefore and LoadAfter are the machine's load average (1 min)
 	// around the comparison: what else ran.
@@ -160,11 +166,11 @@ func RunFrameCPU(ctx context.Context, cat *catalog.Catalog, cfg FrameCPUConfig) 
 		spec string
 		into *float64
 	}{{"passthrough", &rep.WarmPassthroughNs}, {cfg.Pipeline, &rep.WarmChainNs}} {
-		rows, err := Sessions(ctx, cat, SessionsConfig{Sessions: []int{1}, Spec: w.spec, Duration: 2 * time.Second})
+		ns, err := warmFrameNs(ctx, cat, w.spec)
 		if err != nil {
 			return nil, fmt.Errorf("warm %s: %w", w.spec, err)
 		}
-		*w.into = 1e9 / rows[0].FramesPerSec
+		*w.into = ns
 	}
 	dir, err := os.MkdirTemp("", "voxhost-framecpu-bench-")
 	if err != nil {
@@ -224,6 +230,46 @@ func RunFrameCPU(ctx context.Context, cat *catalog.Catalog, cfg FrameCPUConfig) 
 	}
 	rep.LoadAfter = loadAverage()
 	return rep, nil
+}
+
+// warmFrameNs is one call's frame through spec, warm: μ-law decoded into
+// the first stage, the chain, μ-law encoded, the same frame over and
+// over, no sockets; the median of 5 runs of 2,000 frames, in the thread's
+// CPU time, so that a machine busy with other work does not count.
+func warmFrameNs(ctx context.Context, cat *catalog.Catalog, spec string) (float64, error) {
+	specs, err := pipeline.ParseSpec(spec)
+	if err != nil {
+		return 0, err
+	}
+	def, err := cat.Definition(ctx, "bench", specs)
+	if err != nil {
+		return 0, err
+	}
+	p, err := def.Instantiate(ctx, pipeline.CallConfig{})
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close(ctx)
+	ulaw := make([]byte, FrameSamples)
+	codec.EncodeUlaw(ulaw, signal.Speech(abi.TelephonyRate, 0.02))
+	src := &codec.Source{Format: codec.Telephony, Frame: ulaw}
+	out := make([]byte, FrameSamples)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const frames = 2000
+	var runs []float64
+	for range 6 {
+		t0 := sched.ThreadCPUTime()
+		for range frames {
+			pcm, err := p.Process(src)
+			if err != nil {
+				return 0, err
+			}
+			codec.EncodeUlaw(out, pcm)
+		}
+		runs = append(runs, float64(sched.ThreadCPUTime()-t0)/frames)
+	}
+	return median(runs[1:]), nil // the first warms the caches
 }
 
 // orQuiet is progress, or a function that says nothing if it is nil.
@@ -307,7 +353,7 @@ func writeFrameCPU(p func(string, ...any), f *FrameCPU, failed string, alone boo
 			calls, n, e, pass, chain, pr, cr, f.AtScale(calls))
 		p("")
 	}
-	p("Warm, one call in process (μ-law both ways, no sockets): passthrough %.0f ns a frame, the chain %.0f ns.", f.WarmPassthroughNs, f.WarmChainNs)
+	p("Warm, one call in process (μ-law both ways, no sockets, thread CPU time): passthrough %.0f ns a frame, the chain %.0f ns.", f.WarmPassthroughNs, f.WarmChainNs)
 	p("")
 	for _, pt := range f.Points {
 		for _, r := range []struct {
