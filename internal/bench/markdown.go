@@ -119,9 +119,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("| jargo (Go) | goroutine + channel per processor | ~7.5 µs per hop at depth 64 (16 cores) |")
 	p("| flowcat (Rust) | native stages compiled into the server | ~0.2 µs per frame through 7 no-op stages; ~4.9 M frames/s per core |")
 	p("")
-	p("Reproduce: `make bench` (about 4 minutes on 2 cores), or the pieces: `voxhost bench hop`,")
+	p("Reproduce: `make bench` (about 10 minutes on 2 cores), or the pieces: `voxhost bench hop`,")
 	p("`voxhost bench sessions`, `voxhost serve` + `voxhost loadgen --sweep …`, `voxhost bench echo`,")
-	p("`voxhost bench bot`; `voxhost bench report --only relay` reruns the relay comparison alone into the file.")
+	p("`voxhost bench bot`; `voxhost bench report --only relay` (or `--only cpu`) reruns the relay comparison (or the CPU per frame) alone into the file.")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
