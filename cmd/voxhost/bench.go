@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -90,14 +91,14 @@ func benchCommand() *cli.Command {
 			},
 			{
 				Name:  "report",
-				Usage: "run the benchmark suite (hop, sessions, a load sweep of voxhost beside a bare echo server, a relay route beside an echo route) and write BENCHMARKS.md",
+				Usage: "run the benchmark suite (hop, sessions, a load sweep of voxhost beside a bare echo server, the server CPU per frame on one core, a relay route beside an echo route) and write BENCHMARKS.md",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "out", Value: "BENCHMARKS.md", Usage: "markdown file to write; its hand-written blocks are kept"},
 					&cli.StringFlag{Name: "pipeline", Aliases: []string{"p"}, Value: app.DefaultPipelineSpec, Usage: "pipeline the load-tested server runs"},
 					&cli.StringFlag{Name: "sweep", Value: "10,50,100,250,500,1000", Usage: "call counts of the load sweeps"},
 					&cli.StringFlag{Name: "relay-sweep", Value: joinInts(bench.DefaultRelaySweep), Usage: "call counts of the relay comparison"},
 					&cli.Float64Flag{Name: "seconds", Value: 5, Usage: "audio per sweep point"},
-					&cli.StringFlag{Name: "only", Usage: `"relay": run the relay comparison alone and replace its section of --out`},
+					&cli.StringFlag{Name: "only", Usage: `"relay": run the relay comparison alone and replace its section of --out; "cpu": the server CPU per frame on one core (bare echo, passthrough, --pipeline) alone`},
 				},
 				Action: func(c *cli.Context) error {
 					sweep, err := intList(c.String("sweep"))
@@ -139,21 +140,37 @@ func benchCommand() *cli.Command {
 							return err
 						}
 						text = bench.KeepHandWritten(string(old), doc.String())
-					case "relay":
+					case "relay", "cpu":
 						if old == nil {
-							return fmt.Errorf("--only relay: %s must exist: the section goes into it", out)
+							return fmt.Errorf("--only %s: %s must exist: the section goes into it", c.String("only"), out)
 						}
-						rep, err := bench.RunRelay(c.Context, cfg.Relay())
-						if err != nil {
-							return err
+						var part interface{ WriteMarkdown(io.Writer) error }
+						before := bench.PublishedHeading
+						if c.String("only") == "relay" {
+							rep, err := bench.RunRelay(c.Context, cfg.Relay())
+							if err != nil {
+								return err
+							}
+							part = rep
+						} else {
+							cat, closeCatalog, err := openCatalog(c)
+							if err != nil {
+								return err
+							}
+							defer closeCatalog()
+							rep, err := bench.RunFrameCPU(c.Context, cat, cfg.FrameCPU())
+							if err != nil {
+								return err
+							}
+							part, before = rep, bench.RelayHeading
 						}
 						var section strings.Builder
-						if err := rep.WriteMarkdown(&section); err != nil {
+						if err := part.WriteMarkdown(&section); err != nil {
 							return err
 						}
-						text = bench.ReplaceSection(string(old), section.String(), bench.PublishedHeading)
+						text = bench.ReplaceSection(string(old), section.String(), before)
 					default:
-						return fmt.Errorf("--only %q: the one section that runs alone is relay", c.String("only"))
+						return fmt.Errorf("--only %q: the sections that run alone are relay and cpu", c.String("only"))
 					}
 					if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
 						return err

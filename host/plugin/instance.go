@@ -118,10 +118,10 @@ type Yielder interface {
 // Instance is one plugin's state for one call. Its methods must not be
 // called concurrently: the ABI guarantees plugins strictly sequential calls.
 type Instance struct {
-	plugin *Plugin
-	mod    api.Module
-	mem    api.Memory
-	ctx    context.Context
+	// What every frame reads and writes comes first, so that a frame of a
+	// call whose instance has gone cold in the caches, as each has
+	// among hundreds of calls, loads three cache lines of it rather than
+	// five (RATIONALE.md, "The host's price per frame").
 
 	// process is looked up once and kept: it runs every frame, on the
 	// machine stack InstanceConfig.Stack gives it. Every other export
@@ -129,18 +129,33 @@ type Instance struct {
 	// through a handle borrowed from the plugin's pool (callengine.go):
 	// events come a few times a call.
 	process api.Function
+	ctx     context.Context
 	// stack is reused by every call: CallWithStack writes results over params.
 	stack []uint64
+	view  []byte
+	mem   api.Memory
+	// memSize is the memory's size when view was taken, and bufCap the
+	// buffer's; fixedSize says the memory cannot grow (its declared
+	// maximum is its size), so a call need not ask whether it did.
+	memSize, bufCap uint32
+	fixedSize       bool
+	frame           uint64
+	// hostCalls counts log and emit calls (and lines of output) during the
+	// current call into the plugin, to cap them at MaxHostCallsPerCall;
+	// outputBytes counts the bytes of stdout and stderr read, to cap them
+	// at maxOutputBytes.
+	hostCalls, outputBytes int
+	budgetState
 
-	bufPtr, bufCap uint32
-	view           []byte
-	memSize        uint32
+	plugin *Plugin
+	mod    api.Module
+
+	bufPtr uint32
 	// refPtr and refView are the far-end reference buffer of a plugin
 	// that exports vox_reference, of bufCap bytes; refView is nil otherwise.
 	refPtr  uint32
 	refView []byte
 
-	frame            uint64
 	inRate, outRate  int
 	sink             Sink
 	logger           *slog.Logger
@@ -149,16 +164,10 @@ type Instance struct {
 	// describes the first of each, which is also the one logged.
 	emitDrops  [NumDropReasons]atomic.Uint64
 	firstDrops [NumDropReasons]string
-	// hostCalls counts log and emit calls (and lines of output) during the
-	// current call into the plugin, to cap them at MaxHostCallsPerCall;
-	// outputBytes counts the bytes of stdout and stderr read, to cap them
-	// at maxOutputBytes.
-	hostCalls, outputBytes int
 	// stdout and stderr receive the plugin's WASI output as log lines.
 	stdout, stderr logWriter
 	// yielder is InstanceConfig.Yield.
 	yielder Yielder
-	budgetState
 }
 
 type instanceKey struct{}
@@ -332,6 +341,11 @@ func (in *Instance) negotiate(capacity int) error {
 // past its capacity and wazero moves it.
 func (in *Instance) acquireView() error {
 	in.memSize = in.mem.Size()
+	in.fixedSize = false
+	if d := in.mem.Definition(); d != nil {
+		max, bounded := d.Max()
+		in.fixedSize = bounded && uint64(max)*65536 == uint64(in.memSize)
+	}
 	view, ok := in.mem.Read(in.bufPtr, in.bufCap)
 	if !ok {
 		return &Error{Plugin: in.plugin.name, Export: abi.ExportBuffer, Kind: KindContract,
@@ -384,7 +398,7 @@ func (in *Instance) Process(samples int) (int, error) {
 		return 0, in.trap(abi.ExportProcess, in.frame, err)
 	}
 	out := api.DecodeI32(in.stack[0])
-	if in.mem.Size() != in.memSize {
+	if !in.fixedSize && in.mem.Size() != in.memSize {
 		if err := in.acquireView(); err != nil {
 			return 0, err
 		}

@@ -300,8 +300,9 @@ func (c *call) frame(t0 time.Time) bool {
 	c.framesIn.Inc()
 	c.src.Frame = c.msg.Audio
 	rt, lease := c.s.rt, c.cpu.in
-	deadline := sched.Now() + int64(rt.deadline)
-	lease.Acquire(deadline)
+	now := sched.Now()
+	deadline := now + int64(rt.deadline)
+	lease.AcquireAt(now, deadline)
 	var ref []byte
 	if c.far != nil {
 		ref = c.farFrame[:min(len(c.msg.Audio)/c.format.SampleBytes()*abi.SampleBytes, len(c.farFrame))]

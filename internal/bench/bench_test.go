@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -219,5 +220,95 @@ func BenchmarkSessionFrame(b *testing.B) {
 			b.Fatal(err)
 		}
 		codec.EncodeUlaw(out, pcm)
+	}
+}
+
+func TestFrameCPUSectionGivesTheRatios(t *testing.T) {
+	point := func(us float64) loadgen.Result {
+		return loadgen.Result{Calls: 200, Throughput: 1, Server: &loadgen.ServerStats{SteadyCPUPerFrame: time.Duration(us * 1000), SteadyFrames: 1000}}
+	}
+	f := &bench.FrameCPU{Pipeline: "vad | agc", ServerCore: 1, LoadBefore: "0.50", LoadAfter: "0.70",
+		WarmPassthroughNs: 1000, WarmChainNs: 6000, Date: time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC), Commit: "abc",
+		Points: []bench.FrameCPUPoint{
+			{Calls: 200, Rep: 1, Echo: point(20), Passthrough: point(21), Chain: point(30)},
+			{Calls: 200, Rep: 2, Echo: point(22), Passthrough: point(22), Chain: point(26)},
+			{Calls: 200, Rep: 3, Echo: point(20), Passthrough: point(22), Chain: point(28)},
+			{Calls: 500, Rep: 1, Echo: point(20), Passthrough: loadgen.Result{}, Chain: point(30)},
+		}}
+	e, pass, chain, pr, cr, n := f.Summary(200)
+	if n != 3 || e != 20 || pass != 22 || chain != 28 || math.Abs(pr-1.05) > 1e-9 || math.Abs(cr-1.4) > 1e-9 {
+		t.Errorf("summary at 200: echo %v pass %v chain %v, ratios %v %v over %d reps", e, pass, chain, pr, cr, n)
+	}
+	// Beyond passthrough: 28 − 22 = 6 µs a frame served, 5 µs warm.
+	if got := f.AtScale(200); math.Abs(got-1.2) > 1e-9 {
+		t.Errorf("at scale %v, want 1.2", got)
+	}
+	var b strings.Builder
+	if err := f.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{bench.FrameCPUHeading + "\n", "`vad | agc`", "pinned to core 1", "Load average 0.50 before, 0.70 after",
+		"| 200 | 1 | 20.0 | 21.0 | 30.0 | 1.05× | 1.50× |", "| 500 | 1 | 20.0 | 0.0 | 30.0 | — | — |",
+		"**passthrough 1.05× the echo (target ≤ 1.05×), chain 1.40× (target ≤ 1.25×)**", "costs 1.20× what it costs warm",
+		"At 500 calls no rep had a steady window", "commit abc"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("section lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// BenchmarkChainAtScale is a frame of the default chain, μ-law both ways,
+// for calls calls taken in turn, one frame each, as one core of `serve`
+// takes them: every frame finds its call's plugins cold in the caches
+// where calls=1 finds them warm. The ratio of the two is the chain's cost at
+// scale over its warm cost, without the sockets; run the chain without vad
+// (whose SIMD valgrind cannot run) under `valgrind --tool=cachegrind` to
+// count the misses.
+func BenchmarkChainAtScale(b *testing.B) {
+	ctx := context.Background()
+	cat := newCatalog(b)
+	for _, spec := range []string{"passthrough", "vad | dtmf | gate | agc", "dtmf | gate | agc"} {
+		specs, err := pipeline.ParseSpec(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		def, err := cat.Definition(ctx, "bench", specs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, calls := range []int{1, 200, 500} {
+			b.Run(fmt.Sprintf("%s/calls=%d", strings.ReplaceAll(spec, " ", ""), calls), func(b *testing.B) {
+				pipes := make([]*pipeline.Pipeline, calls)
+				for i := range pipes {
+					p, err := def.Instantiate(ctx, pipeline.CallConfig{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer p.Close(ctx)
+					pipes[i] = p
+				}
+				ulaw := make([]byte, bench.FrameSamples)
+				codec.EncodeUlaw(ulaw, signal.Speech(8000, 0.02))
+				srcs := make([]codec.Source, calls)
+				outs := make([][]byte, calls)
+				for i := range srcs {
+					srcs[i] = codec.Source{Format: codec.Telephony, Frame: ulaw}
+					outs[i] = make([]byte, bench.FrameSamples)
+				}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					pcm, err := pipes[i].Process(&srcs[i])
+					if err != nil {
+						b.Fatal(err)
+					}
+					codec.EncodeUlaw(outs[i], pcm)
+					if i++; i == calls {
+						i = 0
+					}
+				}
+			})
+		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // and the live connections as voxhost_active_calls), so that the floor,
 // the echo's own memory per connection, GC pauses and waits for a core, is
 // measured the same way as voxhost's. A scrape is the only work they add,
-// and the load generator makes three per point.
+// and the load generator makes five per point.
 func EchoHandler(maxMessage int) http.Handler {
 	reg := prometheus.NewRegistry()
 	active := prometheus.NewGauge(prometheus.GaugeOpts{Name: "voxhost_active_calls", Help: "Open echo connections."})

@@ -107,6 +107,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		writeCapacity(p, vox, bare, "the baseline")
 		writeDensity(p, r)
 	}
+	writeFrameCPU(p, r.FrameCPU, r.FrameCPUError, false)
 	writeRelay(p, r.Relay, r.RelayError, false)
 	p("%s", PublishedHeading)
 	p("")
@@ -118,9 +119,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("| jargo (Go) | goroutine + channel per processor | ~7.5 µs per hop at depth 64 (16 cores) |")
 	p("| flowcat (Rust) | native stages compiled into the server | ~0.2 µs per frame through 7 no-op stages; ~4.9 M frames/s per core |")
 	p("")
-	p("Reproduce: `make bench` (about 4 minutes on 2 cores), or the pieces: `voxhost bench hop`,")
+	p("Reproduce: `make bench` (about 10 minutes on 2 cores), or the pieces: `voxhost bench hop`,")
 	p("`voxhost bench sessions`, `voxhost serve` + `voxhost loadgen --sweep …`, `voxhost bench echo`,")
-	p("`voxhost bench bot`; `voxhost bench report --only relay` reruns the relay comparison alone into the file.")
+	p("`voxhost bench bot`; `voxhost bench report --only relay` (or `--only cpu`) reruns the relay comparison (or the CPU per frame) alone into the file.")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -209,24 +210,48 @@ const (
 	PublishedHeading = "## Published elsewhere, on other hardware"
 )
 
-// writeRelay prints the relay comparison's section; alone says it was
-// measured apart from the rest of the file, and when.
-func writeRelay(p func(string, ...any), r *Relay, failed string, alone bool) {
-	p("%s", RelayHeading)
+// sectionHead describes a section that `voxhost bench report --only`
+// can measure alone: its heading, the --only value, what it measures, and
+// when and at what commit it was measured.
+type sectionHead struct {
+	heading, only, what string
+	date                time.Time
+	commit              string
+}
+
+// writeHead prints a section's heading and, when it was measured alone,
+// when; it says why there is nothing to show, and returns false, when its
+// measurement failed or is not there (measured false).
+func writeHead(p func(string, ...any), h sectionHead, failed string, measured, alone bool) bool {
+	p("%s", h.heading)
 	p("")
-	if alone && r != nil {
-		p("Measured apart from the rest of this file (`voxhost bench report --only relay`), on %s at commit %s, on the same machine.",
-			r.Date.Format("2006-01-02 15:04 UTC"), r.Commit)
+	if alone && measured {
+		p("Measured apart from the rest of this file (`voxhost bench report --only %s`), on %s at commit %s, on the same machine.",
+			h.only, h.date.Format("2006-01-02 15:04 UTC"), h.commit)
 		p("")
 	}
 	switch {
 	case failed != "":
-		p("The relay comparison failed: %s", failed)
+		p("The %s failed: %s", h.what, failed)
 		p("")
-		return
-	case r == nil || len(r.Routes) != 2:
+		return false
+	case !measured:
 		p("Not measured in this run.")
 		p("")
+		return false
+	}
+	return true
+}
+
+// writeRelay prints the relay comparison's section; alone says it was
+// measured apart from the rest of the file, and when.
+func writeRelay(p func(string, ...any), r *Relay, failed string, alone bool) {
+	var date time.Time
+	var commit string
+	if r != nil {
+		date, commit = r.Date, r.Commit
+	}
+	if !writeHead(p, sectionHead{RelayHeading, "relay", "relay comparison", date, commit}, failed, r != nil && len(r.Routes) == 2, alone) {
 		return
 	}
 	echo, relay := r.Routes[0], r.Routes[1]
@@ -252,6 +277,15 @@ func writeRelay(p func(string, ...any), r *Relay, failed string, alone bool) {
 func (r *Relay) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	writeRelay(func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }, r, "", true)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdown renders the frame CPU comparison's section alone, to
+// replace its section of BENCHMARKS.md.
+func (f *FrameCPU) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	writeFrameCPU(func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }, f, "", true)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -82,10 +82,7 @@ func (r RelayRoute) RSSPerCall() float64 { return RSSPerCall(r.Memory) }
 // covers the inbound pipeline, the bot leg both ways, the outbound path
 // and the playout clock that paces the caller.
 func RunRelay(ctx context.Context, cfg RelayConfig) (*Relay, error) {
-	say := cfg.Progress
-	if say == nil {
-		say = func(string, ...any) {}
-	}
+	say := orQuiet(cfg.Progress)
 	if len(cfg.Sweep) == 0 {
 		cfg.Sweep = DefaultRelaySweep
 	}
@@ -142,11 +139,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (*Relay, error) {
 // echo route and as the inbound pipeline of a route relayed to botURL.
 // The stages are written as JSON, which YAML reads as it is.
 func writeRelayConfig(path, spec, botURL string) error {
-	specs, err := pipeline.ParseSpec(spec)
-	if err != nil {
-		return err
-	}
-	stages, err := json.Marshal(specs)
+	stages, err := stagesJSON(spec)
 	if err != nil {
 		return err
 	}
@@ -161,6 +154,16 @@ pipelines:
       protocol: raw
 `, RouteEcho, RouteEcho, stages, RouteRelay, stages, botURL)
 	return os.WriteFile(path, []byte(conf), 0o644)
+}
+
+// stagesJSON is an inline pipeline spec as a config's list of stages, in
+// JSON, which YAML reads as it is.
+func stagesJSON(spec string) ([]byte, error) {
+	specs, err := pipeline.ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(specs)
 }
 
 // processCPU is the CPU time, user and system, process pid has used, in

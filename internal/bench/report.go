@@ -62,6 +62,10 @@ type Report struct {
 	// Relay is the relay comparison; RelayError says why it failed.
 	Relay      *Relay
 	RelayError string
+	// FrameCPU is the frame CPU comparison; FrameCPUError says why it
+	// failed.
+	FrameCPU      *FrameCPU
+	FrameCPUError string
 }
 
 // RunReport measures the hop table, the sessions table, and a load sweep of
@@ -107,6 +111,10 @@ func RunReport(ctx context.Context, cat *catalog.Catalog, cfg ReportConfig) (*Re
 	if err := rep.sweeps(ctx, cfg, say); err != nil {
 		rep.SweepError = err.Error()
 		say("load sweep failed: %v", err)
+	}
+	if rep.FrameCPU, err = RunFrameCPU(ctx, cat, cfg.FrameCPU()); err != nil {
+		rep.FrameCPUError = err.Error()
+		say("frame cpu comparison failed: %v", err)
 	}
 	if rep.Relay, err = RunRelay(ctx, cfg.Relay()); err != nil {
 		rep.RelayError = err.Error()
@@ -161,6 +169,16 @@ func (cfg ReportConfig) Relay() RelayConfig {
 	return rc
 }
 
+// FrameCPU is the frame CPU comparison's part of the report's config, for
+// running it alone; its progress goes to cfg.Progress.
+func (cfg ReportConfig) FrameCPU() FrameCPUConfig {
+	fc := FrameCPUConfig{Executable: cfg.Executable, Pipeline: cfg.Pipeline}
+	if w := cfg.Progress; w != nil {
+		fc.Progress = func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	}
+	return fc
+}
+
 func (rep *Report) sweeps(ctx context.Context, cfg ReportConfig, say func(string, ...any)) error {
 	vox, err := startChild(ctx, cfg.Executable, "--cache-dir", "-", "--log-level", "warn", "serve", "--pipeline", cfg.Pipeline)
 	if err != nil {
@@ -210,6 +228,12 @@ type child struct {
 // startChild runs the executable with args and --addr on a free loopback
 // port, and waits until the port accepts connections.
 func startChild(ctx context.Context, exe string, args ...string) (*child, error) {
+	return startChildWith(ctx, (*exec.Cmd).Start, exe, args...)
+}
+
+// startChildWith is startChild with the process started by start (which
+// may set its environment or where it runs).
+func startChildWith(ctx context.Context, start func(*exec.Cmd) error, exe string, args ...string) (*child, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -218,7 +242,7 @@ func startChild(ctx context.Context, exe string, args ...string) (*child, error)
 	l.Close()
 	cmd := exec.CommandContext(ctx, exe, append(args, "--addr", addr)...)
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, err
 	}
 	c := &child{cmd: cmd, addr: addr}

@@ -142,6 +142,16 @@ type ServerStats struct {
 	GCPauseMax time.Duration
 	// GCPauseSource names the series GCPauseMax comes from.
 	GCPauseSource string
+	// SteadyCPUPerFrame is the server's CPU time per frame answered in the
+	// point's steady window, while every call was up and sending: what a
+	// frame costs, with no call set up or hung up meanwhile.
+	// SteadyCPUPercent is the window's CPU time over its wall time, and
+	// SteadyFrames the frames answered in it. All three are zero when the
+	// point had no steady window (a ramp too long for its duration, a call
+	// that was not up through it).
+	SteadyCPUPerFrame time.Duration
+	SteadyCPUPercent  float64
+	SteadyFrames      int64
 	// Missing lists the series the server does not export; their fields
 	// above are zero.
 	Missing []string
@@ -183,6 +193,22 @@ func serverStats(before, during, after *sample) *ServerStats {
 		st.GCPauseMax, st.GCPauseSource = seconds(after.gcMax), metricGCSummary+`{quantile="1"}`
 	}
 	return st
+}
+
+// addSteady fills the steady-window figures from r, if it is not nil and
+// its two readings have the CPU series.
+func (st *ServerStats) addSteady(r *steadyReading) {
+	if st == nil || r == nil || r.frames <= 0 || math.IsNaN(r.from.cpu) || math.IsNaN(r.to.cpu) {
+		return
+	}
+	cpu := r.to.cpu - r.from.cpu
+	wall := r.to.at.Sub(r.from.at).Seconds()
+	if wall <= 0 || cpu < 0 {
+		return
+	}
+	st.SteadyCPUPerFrame = time.Duration(cpu / float64(r.frames) * float64(time.Second))
+	st.SteadyCPUPercent = cpu / wall * 100
+	st.SteadyFrames = r.frames
 }
 
 // newPauseBound is the upper bound of the highest histogram bucket whose

@@ -61,20 +61,23 @@ func (sr SweepResult) WriteTable(w io.Writer) error {
 	if len(sr.Points) > 0 {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "calls\trep\tframes due\tsent\treceived\tfailed\tconn fail\tconnect p50\tp95 ms\t"+
-			"rtt p50\tp90\tp99\tp99.9\tmax\tmean ms\tthroughput\tsrv rss MiB\tsrv cpu %\tgc max ms\tsaturated\t")
+			"rtt p50\tp90\tp99\tp99.9\tmax\tmean ms\tthroughput\tsrv rss MiB\tsrv cpu %\tsteady µs/frame\tgc max ms\tsaturated\t")
 		for _, p := range sr.Points {
-			srvRSS, srvCPU, gcMax := "-", "-", "-"
+			srvRSS, srvCPU, perFrame, gcMax := "-", "-", "-", "-"
 			if s := p.Server; s != nil {
 				srvRSS, srvCPU, gcMax = mib(s.RSSDuring), fmt.Sprintf("%.0f", s.CPUPercent), ms(s.GCPauseMax)
+				if s.SteadyFrames > 0 {
+					perFrame = fmt.Sprintf("%.1f", float64(s.SteadyCPUPerFrame)/float64(time.Microsecond))
+				}
 			}
 			sat := "no"
 			if p.Saturated {
 				sat = "YES"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t\n",
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t\n",
 				p.Calls, p.Rep, p.FramesDue, p.FramesSent, p.FramesReceived, p.FramesFailed, p.ConnectionsFailed,
 				ms(p.ConnectP50), ms(p.ConnectP95), ms(p.RTT.P50), ms(p.RTT.P90), ms(p.RTT.P99), ms(p.RTT.P999),
-				ms(p.RTT.Max), ms(p.RTT.Mean), p.Throughput*100, srvRSS, srvCPU, gcMax, sat)
+				ms(p.RTT.Max), ms(p.RTT.Mean), p.Throughput*100, srvRSS, srvCPU, perFrame, gcMax, sat)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -159,17 +162,24 @@ type (
 		Mean float64 `json:"mean"`
 	}
 	jsonServer struct {
-		RSSBeforeBytes    int64    `json:"rss_before_bytes"`
-		RSSDuringBytes    int64    `json:"rss_during_bytes"`
-		RSSAfterBytes     int64    `json:"rss_after_bytes"`
-		CPUPercent        float64  `json:"cpu_percent"`
-		ActiveCallsBefore int      `json:"active_calls_before"`
-		ActiveCallsDuring int      `json:"active_calls_during"`
-		ActiveCallsAfter  int      `json:"active_calls_after"`
-		GCPauses          int64    `json:"gc_pauses"`
-		GCPauseMaxMs      float64  `json:"gc_pause_max_ms"`
-		GCPauseSource     string   `json:"gc_pause_source"`
-		Missing           []string `json:"missing,omitempty"`
+		RSSBeforeBytes    int64   `json:"rss_before_bytes"`
+		RSSDuringBytes    int64   `json:"rss_during_bytes"`
+		RSSAfterBytes     int64   `json:"rss_after_bytes"`
+		CPUPercent        float64 `json:"cpu_percent"`
+		ActiveCallsBefore int     `json:"active_calls_before"`
+		ActiveCallsDuring int     `json:"active_calls_during"`
+		ActiveCallsAfter  int     `json:"active_calls_after"`
+		GCPauses          int64   `json:"gc_pauses"`
+		GCPauseMaxMs      float64 `json:"gc_pause_max_ms"`
+		GCPauseSource     string  `json:"gc_pause_source"`
+		// Steady is the steady window's figures; absent when it had none.
+		Steady  *jsonSteady `json:"steady,omitempty"`
+		Missing []string    `json:"missing,omitempty"`
+	}
+	jsonSteady struct {
+		CPUUsPerFrame float64 `json:"cpu_us_per_frame"`
+		CPUPercent    float64 `json:"cpu_percent"`
+		Frames        int64   `json:"frames"`
 	}
 	jsonIdle struct {
 		Connections      int      `json:"connections"`
@@ -227,6 +237,9 @@ func (sr SweepResult) WriteJSON(w io.Writer) error {
 				RSSBeforeBytes: s.RSSBefore, RSSDuringBytes: s.RSSDuring, RSSAfterBytes: s.RSSAfter, CPUPercent: s.CPUPercent,
 				ActiveCallsBefore: s.ActiveBefore, ActiveCallsDuring: s.ActiveDuring, ActiveCallsAfter: s.ActiveAfter,
 				GCPauses: s.GCPauses, GCPauseMaxMs: msf(s.GCPauseMax), GCPauseSource: s.GCPauseSource, Missing: s.Missing,
+			}
+			if s.SteadyFrames > 0 {
+				jp.Server.Steady = &jsonSteady{CPUUsPerFrame: float64(s.SteadyCPUPerFrame) / float64(time.Microsecond), CPUPercent: s.SteadyCPUPercent, Frames: s.SteadyFrames}
 			}
 		}
 		doc.Points = append(doc.Points, jp)

@@ -155,6 +155,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			during <- nil
 		}
 	}()
+	steady := make(chan *steadyReading, 1)
+	go func() { steady <- r.readSteady(ctx, scr, finished) }()
 	wg.Wait()
 	close(finished)
 	elapsed := time.Since(start)
@@ -163,7 +165,97 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	res := r.result(elapsed)
 	res.Server = serverStats(before, mid, after)
+	res.Server.addSteady(<-steady)
 	return res, ctx.Err()
+}
+
+// The steady window of a point is when every call is up and sending: it
+// opens steadySettle after the ramp's last call dialled (or once every call
+// has been answered, if later) and closes steadySettle before the first
+// call's last frame. What the server spends in it is what
+// frames cost, without the set-ups and hang-ups that the point's CPU as a
+// whole (ServerStats.CPUPercent) also holds: 4 WebAssembly instances a
+// call are set up in about a millisecond, as much CPU as 40 frames of the
+// call.
+const (
+	steadySettle = 500 * time.Millisecond
+	// minSteady is the shortest window read: /proc counts a process's CPU
+	// in 10 ms ticks.
+	minSteady = time.Second
+)
+
+// steadyReading is the server's metrics at the two ends of the steady
+// window and the frames answered between them.
+type steadyReading struct {
+	from, to *sample
+	frames   int64
+}
+
+// readSteady scrapes the server at both ends of the steady window; nil
+// when the point has no such window (a ramp too long for the duration, a
+// server without metrics, calls that were all up too late), when it ended
+// first, or when a call did not answer through the whole window (it
+// failed, or finished).
+func (r *runner) readSteady(ctx context.Context, scr *scraper, finished <-chan struct{}) *steadyReading {
+	from, to := r.cfg.Ramp+r.period+steadySettle, r.cfg.Duration-steadySettle
+	if scr == nil || to-from < minSteady {
+		return nil
+	}
+	wait := func(at time.Duration) bool {
+		t := time.NewTimer(time.Until(r.origin.Add(at)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-finished:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	// The window opens once every call has been answered, however long
+	// a busy server took to set them up.
+	for {
+		if !wait(from) {
+			return nil
+		}
+		if r.allAnswered() {
+			break
+		}
+		if from += r.period; to-from < minSteady {
+			return nil
+		}
+	}
+	first := scr.scrape(ctx)
+	answered := make([]int64, len(r.calls))
+	for i, c := range r.calls {
+		answered[i] = c.fl.received.Load()
+	}
+	if !wait(to) {
+		return nil
+	}
+	last := scr.scrape(ctx)
+	var frames int64
+	for i, c := range r.calls {
+		n := c.fl.received.Load()
+		if answered[i] == 0 || n == answered[i] || n >= r.frames {
+			return nil
+		}
+		frames += n - answered[i]
+	}
+	if first == nil || last == nil {
+		return nil
+	}
+	return &steadyReading{from: first, to: last, frames: frames}
+}
+
+// allAnswered says whether every call has had a frame answered.
+func (r *runner) allAnswered() bool {
+	for _, c := range r.calls {
+		if c.fl.received.Load() == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // runner is the plan of one point and its calls.

@@ -156,6 +156,35 @@ func TestAgainstVoxhost(t *testing.T) {
 	}
 }
 
+// TestSteadyWindow prices frames from the window when every call is up,
+// and only when the point has one.
+func TestSteadyWindow(t *testing.T) {
+	url := newVoxhost(t)
+	// Enough calls that the window's CPU is many of /proc's 10 ms ticks.
+	const calls = 20
+	res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Pipeline: "main", Calls: calls,
+		Duration: 2500 * time.Millisecond, Ramp: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Server
+	if s == nil {
+		t.Fatal("no server stats from voxhost's /metrics")
+	}
+	if res.ConnectionsFailed == 0 && (s.SteadyFrames <= 0 || s.SteadyFrames >= res.FramesReceived || s.SteadyCPUPerFrame <= 0 || s.SteadyCPUPercent <= 0) {
+		t.Errorf("steady window: %d of %d frames, %v a frame, %.1f%% CPU", s.SteadyFrames, res.FramesReceived, s.SteadyCPUPerFrame, s.SteadyCPUPercent)
+	}
+	// A ramp that leaves under a second of all calls up has no window.
+	res, err = loadgen.Run(context.Background(), loadgen.Config{URL: url, Pipeline: "main", Calls: calls,
+		Duration: 1500 * time.Millisecond, Ramp: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Server; s == nil || s.SteadyFrames != 0 || s.SteadyCPUPerFrame != 0 {
+		t.Errorf("a point without a steady window priced frames: %+v", s)
+	}
+}
+
 func TestWrongToken(t *testing.T) {
 	url := newVoxhost(t, "s3cret")
 	res, err := loadgen.Run(context.Background(), loadgen.Config{URL: url, Token: "guess", Calls: 3,

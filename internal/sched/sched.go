@@ -223,14 +223,19 @@ func Now() int64 { return int64(time.Since(clockBase)) }
 
 // Acquire waits for a slot for work due by deadline (on the clock of Now) and
 // returns how long it waited.
-func (l *Lease) Acquire(deadline int64) time.Duration {
+func (l *Lease) Acquire(deadline int64) time.Duration { return l.AcquireAt(Now(), deadline) }
+
+// AcquireAt is Acquire for a caller that has just read the clock: now is
+// that reading of Now. A frame reads it once for its deadline and for the
+// start of its hold.
+func (l *Lease) AcquireAt(now, deadline int64) time.Duration {
 	s := l.call.s
 	s.mu.Lock()
 	if s.free > 0 && len(s.waiting) == 0 {
 		s.free--
 		l.deadline = deadline
 		s.mu.Unlock()
-		l.hold()
+		l.hold(now)
 		return 0
 	}
 	s.mu.Unlock()
@@ -250,15 +255,17 @@ func (l *Lease) Acquire(deadline int64) time.Duration {
 		if s.onWait != nil {
 			s.onWait(waited)
 		}
+		now = Now()
 	}
-	l.hold()
+	l.hold(now)
 	return waited
 }
 
-func (l *Lease) hold() {
+// hold starts holding the slot, taken at now.
+func (l *Lease) hold(now int64) {
 	l.holding = true
-	l.heldSince = Now()
-	l.started, l.chargedTo = l.heldSince, l.heldSince
+	l.heldSince = now
+	l.started, l.chargedTo = now, now
 	if l.call.measured.Load() {
 		l.countCPU()
 	}
@@ -310,19 +317,19 @@ func (l *Lease) Release() {
 // account: the thread's CPU time once counted in it, the wall time before.
 func (l *Lease) charge() {
 	var ns int64
+	now := Now()
 	if l.onCPU {
 		cpu := ThreadCPUTime()
 		ns = int64(cpu - l.cpuFrom)
 		l.cpuFrom = cpu
 	} else {
-		t := Now()
-		ns = t - l.chargedTo
-		l.chargedTo = t
+		ns = now - l.chargedTo
+		l.chargedTo = now
 	}
 	if ns <= 0 {
 		return
 	}
-	l.call.add(ns)
+	l.call.add(ns, now)
 	if !l.onCPU && l.call.recent.Load() > l.call.s.measureAbove && l.call.measured.CompareAndSwap(false, true) {
 		l.call.Forgive()
 	}
@@ -337,9 +344,10 @@ func (l *Lease) countCPU() {
 	l.cpuFrom = ThreadCPUTime()
 }
 
-func (c *Call) add(ns int64) {
+// add charges ns of use at now.
+func (c *Call) add(ns, now int64) {
 	c.mu.Lock()
-	c.rotate(Now())
+	c.rotate(now)
 	c.window[c.epoch%buckets] += ns
 	var sum int64
 	for _, b := range c.window {

@@ -69,7 +69,7 @@ func TestCallsOverTheirShareWaitBehind(t *testing.T) {
 	light := s.NewCall(nil)
 	// The heavy call used 0.6 s of CPU in the last second: over the fair
 	// share of one slot among three calls (a third of a core).
-	heavy.add(int64(600 * time.Millisecond))
+	heavy.add(int64(600*time.Millisecond), Now())
 	if u := heavy.Usage(); u < 0.59 || u > 0.61 {
 		t.Fatalf("heavy call's usage %.3f, want 0.6", u)
 	}
@@ -95,7 +95,7 @@ func TestUsageAgesOutOfTheWindow(t *testing.T) {
 	if u := c.Usage(); u != 0 {
 		t.Fatalf("usage %.3f after the window passed, want 0", u)
 	}
-	c.add(int64(100 * time.Millisecond))
+	c.add(int64(100*time.Millisecond), Now())
 	c.Forgive()
 	if u := c.Usage(); u != 0 {
 		t.Fatalf("usage %.3f after Forgive, want 0", u)
@@ -205,7 +205,7 @@ func TestDemotedWorkIsNotStarved(t *testing.T) {
 	holder := s.NewCall(nil).NewLease()
 	holder.Acquire(Now())
 	heavy := s.NewCall(nil)
-	heavy.add(int64(900 * time.Millisecond))
+	heavy.add(int64(900*time.Millisecond), Now())
 	base := Now() + int64(time.Minute)
 	order, done := queueUp(t, s, []*Lease{heavy.NewLease(), s.NewCall(nil).NewLease(), s.NewCall(nil).NewLease()},
 		[]int64{base, base + int64(DemotionPenalty/2), base + 2*int64(DemotionPenalty)})
