@@ -123,6 +123,7 @@ func (deepgramDialect) NewBotSession(cfg BotConfig) BotSession {
 
 type deepgramBot struct {
 	binaryBot
+	speechBot
 	opts   deepgramOptions
 	events botEvents // the reading goroutine's
 }
@@ -174,20 +175,6 @@ func (d *deepgramBot) Open(send func(MessageType, []byte) error) error {
 	d.out = append(b, "}}"...)
 	return send(Text, d.out)
 }
-
-// DTMF renders nothing: the API has no message for a key.
-func (d *deepgramBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
-
-// MarkPlayed renders nothing: the agent sends no marks.
-func (d *deepgramBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the agent has no use for a plugin's events.
-func (d *deepgramBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// Stop renders nothing: closing the socket ends the session.
-func (d *deepgramBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
 
 // Interrupted sends nothing: the API has no client message that stops the
 // agent's answer.

@@ -148,6 +148,7 @@ func (elevenDialect) NewBotSession(cfg BotConfig) BotSession {
 }
 
 type elevenBot struct {
+	speechBot
 	maxAudio int
 	format   codec.Format
 	opts     elevenOptions
@@ -231,20 +232,6 @@ func (e *elevenBot) Audio(audio []byte) (MessageType, []byte) {
 	e.out = append(b, elevenAudioTail...)
 	return Text, e.out
 }
-
-// DTMF renders nothing: the API has no message for a key.
-func (e *elevenBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
-
-// MarkPlayed renders nothing: the agent sends no marks.
-func (e *elevenBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the agent has no use for a plugin's events.
-func (e *elevenBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// Stop renders nothing: closing the socket ends the conversation.
-func (e *elevenBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
 
 // Interrupted sends nothing: the API has no client message that stops the
 // agent's turn.

@@ -139,6 +139,7 @@ func (geminiDialect) NewBotSession(cfg BotConfig) BotSession {
 }
 
 type geminiBot struct {
+	speechBot
 	maxAudio int
 	format   codec.Format
 	opts     geminiOptions
@@ -193,20 +194,6 @@ func (g *geminiBot) Audio(audio []byte) (MessageType, []byte) {
 	g.out = append(b, geminiAudioTail...)
 	return Text, g.out
 }
-
-// DTMF renders nothing: the API has no message for a key.
-func (g *geminiBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
-
-// MarkPlayed renders nothing: the model sends no marks.
-func (g *geminiBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the model has no use for a plugin's events.
-func (g *geminiBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// Stop renders nothing: closing the socket ends the session.
-func (g *geminiBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
 
 // geminiInterrupt is the clientContent that stops the model's turn.
 const geminiInterrupt = `{"clientContent":{"turnComplete":false}}`

@@ -122,6 +122,7 @@ const (
 const maxBotErrorText = 300
 
 type openaiBot struct {
+	speechBot
 	maxAudio int
 	format   codec.Format
 	opts     openaiOptions
@@ -196,20 +197,6 @@ func (o *openaiBot) Audio(audio []byte) (MessageType, []byte) {
 	o.out = append(b, openaiAppendTail...)
 	return Text, o.out
 }
-
-// DTMF renders nothing: the API has no client event for a key.
-func (o *openaiBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
-
-// MarkPlayed renders nothing: the model sends no marks.
-func (o *openaiBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the model has no use for a plugin's events.
-func (o *openaiBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// Stop renders nothing: closing the socket ends the session.
-func (o *openaiBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
 
 // Interrupted cancels the response under way, unless the model detected
 // the barge-in itself (its server VAD cancels its own response), then

@@ -433,13 +433,16 @@ func (c *call) release() error {
 	return c.sendAck(send)
 }
 
+// sendAck sends the acknowledgement. Audio is taken from the moment it is
+// sent, before the write returns: a client that waited for it answers as
+// soon as it arrives, perhaps before this goroutine runs again.
 func (c *call) sendAck(send func() error) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.acked.Store(true)
 	if err := send(); err != nil {
 		return err
 	}
-	c.acked.Store(true)
 	c.record(func(r *Call) { r.Acknowledged = true })
 	return nil
 }
