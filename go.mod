@@ -23,6 +23,7 @@ require (
 	github.com/zaf/g711 v1.4.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.44.0
+	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
 )
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
 
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/codec"
@@ -77,6 +78,11 @@ type botLeg struct {
 	hungUp atomic.Bool
 
 	queue *playout
+
+	// setup is the wait for the bot's acknowledgement of its session, under
+	// mu; events is the budget of its events, the bot reader's.
+	setup  setupHold
+	events *rate.Limiter
 }
 
 // connectBot dials the route's bot. A bot that cannot be reached ends the
@@ -93,12 +99,15 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 	t0 := time.Now()
 	dialled, err := transport.ExpandURL(u.URL, info)
 	var conn *websocket.Conn
+	var header http.Header
 	var why, reason string
 	if err != nil {
 		why, reason = "unsafe_url", err.Error()
 		dialled = u.URL // the template, for the log: never the caller's values
+	} else if dialled, header, why, reason = signBotURL(u, dialled, timeout); why == "" {
+		conn, why, reason = dialBot(u, dialled, header, timeout)
 	} else {
-		conn, why, reason = dialBot(u, dialled, timeout)
+		dialled = u.URL
 	}
 	if conn == nil {
 		s.metrics.upstreamFailures.WithLabelValues(name, why).Inc()
@@ -127,6 +136,7 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		out:     make([]byte, c.maxFrameMs*c.format.BytesPerMs()),
 		queue:   newPlayout(s, c.format),
 		timer:   newFrameTimer(s.opts.SampleEvery, s.metrics.relayFrame.WithLabelValues(DirectionOutbound)),
+		events:  newEventBudget(),
 	}
 	if c.proto.Buffers() {
 		b.queue.buffers, b.queue.sendAhead = true, max(s.opts.SendAhead, pacedLead)
@@ -145,6 +155,7 @@ func (c *call) connectBot(u *Upstream, info transport.CallInfo) error {
 		c.end(websocket.StatusTryAgainLater, "the voice bot closed the connection at once", "bot_unreachable")
 		return err
 	}
+	b.awaitSetup(timeout)
 	c.log = c.log.With("upstream", name)
 	c.bot = b
 	c.botLive.Store(b)
@@ -162,20 +173,17 @@ var errBotRedirect = errors.New("the bot answered the handshake with a redirect,
 // route's URL names (defence in depth: ExpandURL already checks).
 var errBotHost = errors.New("refused to send the handshake to a host the route's upstream url does not name")
 
-// dialBot dials the filled URL of u, or says why it failed as a metric
-// label and in words for the log, with the URL's secrets redacted.
-func dialBot(u *Upstream, dialled string, timeout time.Duration) (*websocket.Conn, string, string) {
+// dialBot dials the filled URL of u with header, or says why it failed as
+// a metric label and in words for the log, with the URL's secrets
+// redacted.
+func dialBot(u *Upstream, dialled string, header http.Header, timeout time.Duration) (*websocket.Conn, string, string) {
 	target, err := url.Parse(dialled)
 	if err != nil {
 		return nil, "unsafe_url", "the filled upstream url does not parse"
 	}
-	client := &http.Client{
-		Transport:     pinnedTransport{host: target.Host, base: http.DefaultTransport},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return errBotRedirect },
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, dialled, &websocket.DialOptions{HTTPClient: client, HTTPHeader: u.Header, Subprotocols: transport.SubprotocolsOf(u.Dialect)})
+	conn, resp, err := websocket.Dial(ctx, dialled, &websocket.DialOptions{HTTPClient: pinnedClient(target.Host), HTTPHeader: header, Subprotocols: transport.SubprotocolsOf(u.Dialect)})
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
@@ -184,6 +192,16 @@ func dialBot(u *Upstream, dialled string, timeout time.Duration) (*websocket.Con
 		return nil, why, redactIn(reason, target)
 	}
 	return conn, "", ""
+}
+
+// pinnedClient makes requests to host only, following no redirect: a
+// redirect would send the route's headers, its credentials, wherever the
+// answer points.
+func pinnedClient(host string) *http.Client {
+	return &http.Client{
+		Transport:     pinnedTransport{host: host, base: http.DefaultTransport},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return errBotRedirect },
+	}
 }
 
 // pinnedTransport sends requests to one host only.
@@ -274,6 +292,10 @@ func (b *botLeg) sendAudio(pcm []byte) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.setup.waiting {
+		b.holdLocked(b.audio[:n])
+		return true
+	}
 	typ, msg := b.sess.Audio(b.audio[:n])
 	return b.writeLocked(typ, msg)
 }
@@ -367,6 +389,14 @@ func (b *botLeg) read() {
 		if b.msg.Reply != nil && !b.write(b.msg.ReplyType, b.msg.Reply) {
 			return // a ping's pong
 		}
+		if b.msg.Unknown {
+			c.s.metrics.dialect.unknown.WithLabelValues(b.u.Dialect.Name()).Inc()
+		}
+		for i := range b.msg.Events {
+			if !b.botEvent(&b.msg.Events[i]) {
+				return
+			}
+		}
 		switch b.msg.Kind {
 		case transport.KindAudio:
 			if !b.audioIn(b.msg.Audio, t0) {
@@ -381,6 +411,10 @@ func (b *botLeg) read() {
 			b.queue.mark(b.msg.Mark, c)
 		case transport.KindClear:
 			c.bargeIn(bargeInBot)
+		case transport.KindReady:
+			if !b.setupDone() {
+				return
+			}
 		case transport.KindStop:
 			b.hangUp("the bot ended the stream")
 			return
@@ -544,12 +578,14 @@ func (c *call) bargeIn(source string) {
 		b.ack(name, "cleared")
 	}
 	b.mu.Lock()
-	_ = b.sess.Interrupted(heardMs, source == bargeInBot, func(typ transport.MessageType, msg []byte) error {
-		if !b.writeLocked(typ, msg) {
-			return errors.New("write failed")
-		}
-		return nil
-	})
+	if !b.setup.waiting { // before it has acknowledged its set-up, a bot has said nothing
+		_ = b.sess.Interrupted(heardMs, source == bargeInBot, func(typ transport.MessageType, msg []byte) error {
+			if !b.writeLocked(typ, msg) {
+				return errors.New("write failed")
+			}
+			return nil
+		})
+	}
 	b.mu.Unlock()
 	c.log.Debug("barge-in", "source", source, "heard_ms", heardMs, "marks_cleared", len(cleared))
 }

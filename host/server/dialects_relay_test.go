@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	gorilla "github.com/gorilla/websocket"
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/plugin"
@@ -73,31 +75,44 @@ var speechDialects = []struct {
 }
 
 // TestRelayToSpeechToSpeechProviders relays a call over loopback to the
-// simulator's server for each provider: the caller's audio reaches it
-// through the route's resampler and comes back, echoed at the provider's
-// rate, as what the caller hears, byte for byte as `voxhost run` of the
-// two stages makes it; the provider's barge-in clears the caller; a
-// setting the provider refuses ends the call as a lost bot connection,
-// counted. Every message the host sent is kept for the schema check.
+// simulator's server for each provider, which withholds its
+// acknowledgement of the session set-up until the host has held the
+// caller's first second and dropped what came after, counted (the
+// server refuses audio before its acknowledgement): the caller's audio then
+// reaches it through the route's resampler and comes back, echoed at the
+// provider's rate, as what the caller hears, byte for byte as `voxhost
+// run` of the two stages makes it. The provider's barge-in clears the
+// caller; the host's (a plugin's clear on a key) is sent to the providers
+// that take one; what the provider says besides audio reaches the caller
+// as the bot's events, its unknown message is counted. A setting the
+// provider refuses ends the call, counted, as does a provider that never
+// acknowledges. Every message the host sent is kept for the schema check.
 func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 	var sent captured
 	for _, d := range speechDialects {
 		t.Run(d.protocol, func(t *testing.T) {
-			sim, url := botsim.Start(t, botsim.Config{Capture: sent.add})
+			sim, url := botsim.Start(t, botsim.Config{Capture: sent.add, HoldAck: true})
 			up := upstream(t, url+botsim.Paths[d.protocol]+d.query, d.protocol)
-			up.Format, up.Options = d.format, d.options
-			h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: d.inbound, outbound: d.out, upstream: up}}, nil)
-			c := dial(t, h.url+"/ws")
-			defer c.CloseNow()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			callerAudio := ulawSpeech(0.6)
-			for off := 0; off < len(callerAudio); off += 160 {
-				if err := c.Write(ctx, websocket.MessageBinary, callerAudio[off:off+160]); err != nil {
-					t.Fatal(err)
-				}
+			// The test releases the acknowledgement once the host has held
+			// a second of audio, however long a loaded machine takes.
+			up.Format, up.Options, up.ConnectTimeout = d.format, d.options, time.Minute
+			h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: testdataPlugin("clear_on_dtmf") + " | " + d.inbound, outbound: d.out, upstream: up}}, nil)
+			c, callerAudio := callerSpeaks(t, h)
+			// Held until the bound, then dropped: the speech and what
+			// follows it up to a second, the rest counted.
+			waitFor(t, func() bool {
+				return strings.Contains(metrics(t, h), `voxhost_bot_held_frames_total{protocol="`+d.protocol+`",result="dropped"}`)
+			})
+			assertMetric(t, h, `voxhost_bot_held_frames_total{protocol="`+d.protocol+`",result="held"} 50`)
+			waitSim(t, sim, func(c botsim.Call) bool { return len(c.Sessions) == 1 })
+			calls := sim.Calls()
+			if calls[0].Acknowledged || calls[0].AudioIn != 0 || !calls[0].Live {
+				t.Fatalf("before its acknowledgement, the provider recorded %+v", calls[0])
 			}
-			go feedSilence(ctx, c)
+			id := calls[0].ID
+			if err := sim.Acknowledge(id); err != nil {
+				t.Fatal(err)
+			}
 			var heard []byte
 			for len(heard) < len(callerAudio) {
 				if typ, msg := readMessage(t, c); typ == websocket.MessageBinary {
@@ -109,31 +124,46 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 				t.Fatalf("the caller heard %d bytes that differ from the offline run of %q", len(callerAudio), d.inbound+" | "+d.out)
 			}
 
-			calls := sim.Calls()
-			if len(calls) != 1 || len(calls[0].Sessions) != 1 {
-				t.Fatalf("the provider recorded %+v", calls)
-			}
 			t0 := time.Now()
-			if err := sim.Interrupt(calls[0].ID); err != nil {
+			if err := sim.Interrupt(id); err != nil {
 				t.Fatal(err)
 			}
-			for {
-				if typ, msg := readMessage(t, c); typ == websocket.MessageText && strings.Contains(string(msg), `"event":"clear"`) {
-					break
+			readCallerUntil(t, c, func(e callerEvent) bool { return e.Event == "clear" })
+			cleared := time.Since(t0)
+
+			writeText(t, c, `{"event":"dtmf","digit":"5"}`)
+			assertMetric(t, h, `voxhost_barge_ins_total{source="plugin"} 1`)
+			if d.protocol == botsim.ProtocolGemini { // the one provider with a message for it
+				waitSim(t, sim, func(c botsim.Call) bool {
+					return slices.ContainsFunc(c.Events, func(e botsim.Event) bool { return e.Type == "clientContent" })
+				})
+			}
+
+			if err := sim.Narrate(id); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			readCallerUntil(t, c, func(e callerEvent) bool {
+				if e.Event == "plugin" && e.Plugin == "bot" {
+					got[e.Name] = string(e.Data)
+				}
+				return len(got) == 3
+			})
+			for name, want := range map[string]string{"caller_transcript": "Where is my order?", "bot_transcript": "Let me look it up.", "tool_call": `"lookup_order"`} {
+				if !strings.Contains(got[name], want) {
+					t.Errorf("the caller got the bot's %s %s, want it to say %s", name, got[name], want)
 				}
 			}
-			cleared := time.Since(t0)
+			assertMetric(t, h, `voxhost_bot_events_total{event="tool_call",protocol="`+d.protocol+`",result="delivered"} 1`)
+			assertMetric(t, h, `voxhost_bot_unknown_messages_total{protocol="`+d.protocol+`"} 1`)
+
 			rec := sim.Calls()[0]
 			t.Logf("%s: the provider's barge-in cleared the caller in %v; it got %d messages (%d of audio, %d bytes) and sent %d bytes of audio",
 				d.protocol, cleared, len(sent.of(d.protocol)), rec.AudioMessages, rec.AudioIn, rec.AudioOut)
 			if d.protocol == botsim.ProtocolElevenLabs { // its ping, answered
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				if _, err := sim.Wait(wctx, func(calls []botsim.Call) bool {
-					return slices.ContainsFunc(calls[0].Events, func(e botsim.Event) bool { return e.Type == "pong" && e.Value == "1" })
-				}); err != nil {
-					t.Fatalf("the agent's ping 1 got no pong: %v", err)
-				}
+				waitSim(t, sim, func(c botsim.Call) bool {
+					return slices.ContainsFunc(c.Events, func(e botsim.Event) bool { return e.Type == "pong" && e.Value == "1" })
+				})
 			}
 			c.Close(websocket.StatusNormalClosure, "")
 		})
@@ -152,8 +182,102 @@ func TestRelayToSpeechToSpeechProviders(t *testing.T) {
 				assertMetric(t, h, `voxhost_bot_errors_total{protocol="`+d.protocol+`"} 1`)
 			}
 		})
+		t.Run(d.protocol+" never acknowledged", func(t *testing.T) {
+			_, url := botsim.Start(t, botsim.Config{HoldAck: true})
+			up := upstream(t, url+botsim.Paths[d.protocol]+d.query, d.protocol)
+			up.Format, up.Options, up.ConnectTimeout = d.format, d.options, time.Second
+			h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: d.inbound, outbound: d.out, upstream: up}}, nil)
+			c, _ := callerSpeaks(t, h)
+			if ce := readClose(t, c); !strings.Contains(ce.Reason, "did not acknowledge the session") || !strings.Contains(ce.Reason, "within 1s") {
+				t.Errorf("the caller was told %q", ce.Reason)
+			}
+			assertMetric(t, h, `voxhost_upstream_failures_total{protocol="`+d.protocol+`",reason="setup_timeout"} 1`)
+		})
 	}
+	t.Run("elevenlabs-agent signed url", func(t *testing.T) { relayWithSignedURL(t, &sent) })
 	checkProviderSchemas(t, &sent)
+}
+
+// relayWithSignedURL relays a call to a private ElevenLabs agent through
+// a signed URL: the host asks get-signed-url with the key, then dials the
+// URL it answers without the key. A wrong key fails the bot leg, counted,
+// with the provider's reason.
+func relayWithSignedURL(t *testing.T, sent *captured) {
+	const key = "sk-test-4f1d"
+	sim, url := botsim.Start(t, botsim.Config{Capture: sent.add, ElevenLabsKey: key})
+	d := speechDialects[2]
+	route := func(key string) *testHost {
+		up := upstream(t, url+botsim.Paths[d.protocol]+d.query, d.protocol)
+		up.Format, up.Header = d.format, http.Header{"Xi-Api-Key": {key}}
+		up.Options = map[string]string{"signed_url": "true", "first_message": "Hello."}
+		return newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: d.inbound, outbound: d.out, upstream: up}}, nil)
+	}
+	h := route(key)
+	c, callerAudio := callerSpeaks(t, h)
+	heard := 0
+	for heard < len(callerAudio) {
+		if typ, msg := readMessage(t, c); typ == websocket.MessageBinary {
+			heard += len(msg)
+		}
+	}
+	rec := sim.Calls()[0]
+	if !strings.Contains(rec.URL, "conversation_signature=") || rec.Header.Get("Xi-Api-Key") != "" {
+		t.Errorf("the host dialled %s with the key header %q; want the signed url, without the key", rec.URL, rec.Header.Get("Xi-Api-Key"))
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+
+	h = route("sk-wrong")
+	c = dial(t, h.url+"/ws")
+	defer c.CloseNow()
+	if ce := readClose(t, c); ce.Reason != "the voice bot cannot be reached" {
+		t.Errorf("with a wrong key the caller was told %q", ce.Reason)
+	}
+	assertMetric(t, h, `voxhost_upstream_failures_total{protocol="elevenlabs-agent",reason="signed_url"} 1`)
+}
+
+// callerEvent is a raw caller's text message, as far as these tests read
+// it.
+type callerEvent struct {
+	Event, Plugin, Name string
+	Data                json.RawMessage
+}
+
+// readCallerUntil reads the caller's text messages until done says so.
+func readCallerUntil(t *testing.T, c *websocket.Conn, done func(callerEvent) bool) {
+	t.Helper()
+	for {
+		typ, msg := readMessage(t, c)
+		var e callerEvent
+		if typ == websocket.MessageText && json.Unmarshal(msg, &e) == nil && done(e) {
+			return
+		}
+	}
+}
+
+// readClose reads the caller's messages until the host closes the socket,
+// and returns the close.
+func readClose(t *testing.T, c *websocket.Conn) websocket.CloseError {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		var ce websocket.CloseError
+		if _, _, err := c.Read(ctx); asCloseError(err, &ce) {
+			return ce
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitSim waits until the simulator's one call satisfies cond.
+func waitSim(t *testing.T, sim *botsim.Sim, cond func(botsim.Call) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if calls, err := sim.Wait(ctx, func(calls []botsim.Call) bool { return len(calls) == 1 && cond(calls[0]) }); err != nil {
+		t.Fatalf("%v; the simulator recorded %+v", err, calls)
+	}
 }
 
 // providerTypes names, for each speech dialect, the provider's published
@@ -275,4 +399,63 @@ func npmCI(t *testing.T, dir string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
 	}
+}
+
+// TestABotsEventsAreBounded has a Deepgram agent flood the host with
+// transcripts, 200 at once, and send a tool call whose arguments are over
+// the bound on an event: the host passes on the budget's worth (50 at
+// once, then 25 a second: the 200 would have to take over 6 s to fit),
+// drops the rest and the tool call, counted, and the call goes on.
+func TestABotsEventsAreBounded(t *testing.T) {
+	bot := startBot(t, func(conn *gorilla.Conn) {
+		if _, _, err := conn.ReadMessage(); err != nil { // Settings
+			return
+		}
+		conn.WriteMessage(gorilla.TextMessage, []byte(`{"type":"SettingsApplied"}`))
+		for i := range 200 {
+			conn.WriteMessage(gorilla.TextMessage, fmt.Appendf(nil, `{"type":"ConversationText","role":"user","content":"word %d"}`, i))
+		}
+		args, _ := json.Marshal(strings.Repeat("x", 9<<10))
+		conn.WriteMessage(gorilla.TextMessage, fmt.Appendf(nil, `{"type":"FunctionCallRequest","functions":[{"id":"c1","name":"f","arguments":%s,"client_side":true}]}`, args))
+		conn.WriteMessage(gorilla.BinaryMessage, bytes.Repeat([]byte{0x42}, 160))
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	})
+	up := upstream(t, bot.url, botsim.ProtocolDeepgram)
+	up.Options = map[string]string{"think_model": "gpt-4o-mini"}
+	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: "passthrough", upstream: up}}, nil)
+	c, _ := callerSpeaks(t, h)
+	delivered := 0
+	for {
+		typ, msg := readMessage(t, c)
+		if typ == websocket.MessageBinary && msg[0] == 0x42 {
+			break // the agent's audio, after all it said
+		}
+		if typ == websocket.MessageText && strings.Contains(string(msg), `"name":"caller_transcript"`) {
+			delivered++
+		}
+	}
+	m := metrics(t, h)
+	if !strings.Contains(m, `voxhost_bot_events_total{event="tool_call",protocol="deepgram-agent",result="dropped_size"} 1`) ||
+		!strings.Contains(m, `voxhost_bot_events_total{event="caller_transcript",protocol="deepgram-agent",result="dropped_rate"}`) ||
+		!strings.Contains(m, fmt.Sprintf(`voxhost_bot_events_total{event="caller_transcript",protocol="deepgram-agent",result="delivered"} %d`, delivered)) {
+		t.Errorf("the caller got %d transcripts; the host counted:\n%s", delivered, grepLines(m, "voxhost_bot_events_total"))
+	}
+	if delivered < 50 || delivered >= 200 {
+		t.Errorf("%d of the 200 transcripts delivered, want the burst of 50 and what the rate refilled", delivered)
+	}
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -53,6 +53,7 @@ type metrics struct {
 	degraded   *prometheus.CounterVec
 
 	recording *recording.Metrics
+	dialect   *dialectMetrics
 }
 
 // Directions of a call's pipelines, as the direction label spells them.
@@ -149,7 +150,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	}, []string{"protocol"})
 	m.upstreamFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_upstream_failures_total",
-		Help: "Bot legs that failed, by upstream protocol and reason (connect_timeout, refused, handshake, redirect, unsafe_url, unreachable, closed, stalled, malformed).",
+		Help: "Bot legs that failed, by upstream protocol and reason (connect_timeout, refused, handshake, redirect, unsafe_url, signed_url, unreachable, closed, stalled, malformed, setup_timeout).",
 	}, []string{"protocol", "reason"})
 	m.botErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voxhost_bot_errors_total",
@@ -201,6 +202,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	m.farEnd = newFarEndMetrics(m.registry)
 	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
 	m.recording = recording.NewMetrics(m.registry)
+	m.dialect = newDialectMetrics(m.registry)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.botErrors, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
 		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)

@@ -283,6 +283,25 @@ func feedSilence(ctx context.Context, c *websocket.Conn) {
 	}
 }
 
+// callerSpeaks dials h as a raw caller, which says 0.6 s of speech, then
+// listens, sending silence in real time until the test ends; it returns
+// the socket and the speech.
+func callerSpeaks(t *testing.T, h *testHost) (*websocket.Conn, []byte) {
+	t.Helper()
+	c := dial(t, h.url+"/ws")
+	t.Cleanup(func() { c.CloseNow() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	speech := ulawSpeech(0.6)
+	for off := 0; off < len(speech); off += 160 {
+		if err := c.Write(ctx, websocket.MessageBinary, speech[off:off+160]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go feedSilence(ctx, c)
+	return c, speech
+}
+
 // TestRelayPacesABurstAtRealTime has a bot send ten seconds of audio in
 // about 100 ms. A raw caller has no buffer of its own, so the host paces
 // the audio: the caller must get every frame, byte for byte, spread over
@@ -783,17 +802,7 @@ func TestRelayToAnOpenAIRealtimeModel(t *testing.T) {
 	up := upstream(t, bot.url+"/v1/realtime?model=gpt-realtime", "openai-realtime")
 	up.Header = http.Header{"Authorization": {"Bearer test-key"}}
 	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: "passthrough", upstream: up}}, nil)
-	c := dial(t, h.url+"/ws")
-	defer c.CloseNow()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	callerAudio := ulawSpeech(0.6)
-	for off := 0; off < len(callerAudio); off += 160 {
-		if err := c.Write(ctx, websocket.MessageBinary, callerAudio[off:off+160]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	go feedSilence(ctx, c)
+	c, callerAudio := callerSpeaks(t, h)
 	framesA, framesB, cleared := 0, 0, false
 	for framesB < 25 {
 		typ, msg := readMessage(t, c)

@@ -47,8 +47,10 @@ type Upstream struct {
 	Header http.Header
 	// Options are the dialect's own settings (transport.CheckOptions).
 	Options map[string]string
-	// ConnectTimeout caps the dial and WebSocket handshake; 0 means
-	// DefaultConnectTimeout.
+	// ConnectTimeout caps the dial and WebSocket handshake, the fetch of a
+	// signed URL before it (transport.URLSigner) and, again, the wait for
+	// a provider's acknowledgement of the session set-up after it
+	// (transport.SetupAcknowledger); 0 means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// OnFailure says what a call does when the bot cannot be reached.
 	OnFailure FailurePolicy

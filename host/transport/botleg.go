@@ -130,3 +130,23 @@ func textDigit(out *[]byte, head string, digit byte) (MessageType, []byte, bool)
 	*out = append(append((*out)[:0], head...), digit, '"', '}')
 	return Text, *out, true
 }
+
+// speechBot is what a dialect renders for what its provider has no
+// message for (the speech-to-speech APIs): a key, an acknowledgement of a
+// mark (the provider sends none), a plugin's event and the end of the
+// stream (closing the socket ends the session).
+type speechBot struct{}
+
+// DTMF renders nothing: the provider has no message for a key.
+func (speechBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
+
+// MarkPlayed renders nothing: the provider sends no marks.
+func (speechBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
+
+// Event renders nothing: the provider has no use for a plugin's events.
+func (speechBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
+	return 0, nil, false
+}
+
+// Stop renders nothing: closing the socket ends the session.
+func (speechBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }

@@ -3,7 +3,6 @@ package transport
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -29,22 +28,32 @@ const deepgramName = "deepgram-agent"
 // for both directions: μ-law at 8 kHz (mulaw) or L16 at 8, 16 or 24 kHz
 // (linear16), output without a container.
 //
-// To the agent: Settings first, then the caller's audio as binary
+// To the agent: Settings first, then, once the agent's SettingsApplied
+// has come (KindReady: Deepgram's docs send Settings "before any audio",
+// and SettingsApplied says the settings hold; the host holds the caller's
+// audio until then), the caller's audio as binary
 // messages. The caller's audio flows every 20 ms, so the KeepAlive the
 // API wants in a silence of the client's never falls due.
 //
 // From the agent: binary messages are audio; UserStartedSpeaking is a
 // barge-in the agent detected (KindClear); Error and Warning are KindError
-// with their description and code. Welcome, SettingsApplied,
-// ConversationText (the transcripts of both sides), AgentThinking,
-// AgentStartedSpeaking, AgentAudioDone, FunctionCallRequest and the rest
-// are ignored, as are types it does not know.
+// with their description and code. ConversationText is a caller_transcript
+// (role user) or bot_transcript (role assistant) event, and
+// FunctionCallRequest a tool_call event, its arguments read from their
+// string (BotEvent). Welcome, AgentThinking, AgentStartedSpeaking,
+// AgentAudioDone and the rest of the types @deepgram/sdk 5.13.0 declares
+// are ignored; other types are ignored and counted as unknown.
 //
-// A barge-in the host detected is host-side only: the API has no client
-// message that stops the agent's answer; its own voice detection hears
-// the caller. Not supported: DTMF, marks, plugin events, a stop message
-// (closing the socket ends the session), client-side function calls (a
-// FunctionCallRequest gets no FunctionCallResponse) and mid-call updates.
+// A barge-in the host detected is host-side only: of the client messages
+// the SDK declares (Settings, UpdateSpeak, UpdatePrompt, UpdateThink,
+// UpdateListen, InjectAgentMessage, InjectUserMessage, FunctionCallResponse,
+// ForceEndTurn, KeepAlive) none stops the agent's answer: InjectAgentMessage
+// with behavior interrupt cuts it only to say something else, and
+// ForceEndTurn ends the user's turn. The agent's own voice detection hears
+// the caller (UserStartedSpeaking). Not supported: DTMF, marks, plugin
+// events, a stop message (closing the socket ends the session),
+// client-side function calls (a FunctionCallRequest gets no
+// FunctionCallResponse) and mid-call updates.
 func init() { RegisterDialect(deepgramDialect{}) }
 
 type deepgramDialect struct{}
@@ -76,47 +85,22 @@ type deepgramOptions struct {
 // Deepgram's own examples use.
 const deepgramVoice = "aura-2-thalia-en"
 
-// deepgramOptionNames are the options, as the error for an unknown one
-// lists them.
-const deepgramOptionNames = "greeting, language, listen_model, prompt, speak_model, speak_provider, speak_voice, think_model and think_provider"
+var deepgramOptionTable = optionTable[deepgramOptions]{dialect: deepgramName, options: []option[deepgramOptions]{
+	{name: "think_provider", values: []string{"open_ai", "anthropic", "google", "groq"}, set: func(o *deepgramOptions, v string) { o.thinkProvider = v }},
+	{name: "think_model", set: func(o *deepgramOptions, v string) { o.thinkModel = v }},
+	{name: "prompt", set: func(o *deepgramOptions, v string) { o.prompt = v }},
+	{name: "listen_model", set: func(o *deepgramOptions, v string) { o.listenModel = v }},
+	{name: "speak_provider", values: []string{"deepgram", "open_ai"}, set: func(o *deepgramOptions, v string) { o.speakProvider = v }},
+	{name: "speak_model", set: func(o *deepgramOptions, v string) { o.speakModel = v }},
+	{name: "speak_voice", set: func(o *deepgramOptions, v string) { o.voice = v }},
+	{name: "language", set: func(o *deepgramOptions, v string) { o.language = v }},
+	{name: "greeting", set: func(o *deepgramOptions, v string) { o.greeting = v }},
+}}
 
 func parseDeepgramOptions(opts map[string]string) (deepgramOptions, error) {
 	o := deepgramOptions{thinkProvider: "open_ai", speakProvider: "deepgram"}
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		switch v := opts[k]; k {
-		case "think_provider":
-			switch v {
-			case "open_ai", "anthropic", "google", "groq":
-				o.thinkProvider = v
-			case "":
-			default:
-				return o, fmt.Errorf("the %s dialect's think_provider is open_ai, anthropic, google or groq, not %s", deepgramName, excerpt(v))
-			}
-		case "think_model":
-			o.thinkModel = v
-		case "prompt":
-			o.prompt = v
-		case "listen_model":
-			o.listenModel = v
-		case "speak_provider":
-			switch v {
-			case "deepgram", "open_ai":
-				o.speakProvider = v
-			case "":
-			default:
-				return o, fmt.Errorf("the %s dialect's speak_provider is deepgram or open_ai, not %s", deepgramName, excerpt(v))
-			}
-		case "speak_model":
-			o.speakModel = v
-		case "speak_voice":
-			o.voice = v
-		case "language":
-			o.language = v
-		case "greeting":
-			o.greeting = v
-		default:
-			return o, fmt.Errorf("the %s dialect has no option %s (it takes %s)", deepgramName, excerpt(k), deepgramOptionNames)
-		}
+	if err := deepgramOptionTable.read(opts, &o); err != nil {
+		return o, err
 	}
 	switch {
 	case o.thinkModel == "":
@@ -139,7 +123,9 @@ func (deepgramDialect) NewBotSession(cfg BotConfig) BotSession {
 
 type deepgramBot struct {
 	binaryBot
-	opts deepgramOptions
+	speechBot
+	opts   deepgramOptions
+	events botEvents // the reading goroutine's
 }
 
 // Open sends Settings: the audio both ways, the listen, think and speak
@@ -190,30 +176,29 @@ func (d *deepgramBot) Open(send func(MessageType, []byte) error) error {
 	return send(Text, d.out)
 }
 
-// DTMF renders nothing: the API has no message for a key.
-func (d *deepgramBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
-
-// MarkPlayed renders nothing: the agent sends no marks.
-func (d *deepgramBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the agent has no use for a plugin's events.
-func (d *deepgramBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// Stop renders nothing: closing the socket ends the session.
-func (d *deepgramBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
-
 // Interrupted sends nothing: the API has no client message that stops the
 // agent's answer.
 func (d *deepgramBot) Interrupted(int64, bool, func(MessageType, []byte) error) error { return nil }
+
+// Acknowledgement names SettingsApplied, which the host waits for.
+func (deepgramDialect) Acknowledgement() string { return "SettingsApplied" }
 
 // deepgramEvent is what the scanner picks out of a server message.
 type deepgramEvent struct {
 	hasType           bool
 	typ               []byte
 	description, code []byte // Error's and Warning's
+	role, content     []byte // ConversationText's
+	functions         []byte // FunctionCallRequest's, as JSON
 }
+
+// deepgramServerTypes are the types of the server messages @deepgram/sdk
+// 5.13.0 declares (agent.v1's socket Response), which Decode does not
+// count as unknown.
+var deepgramServerTypes = []string{"Welcome", "SettingsApplied", "ConversationText", "UserStartedSpeaking", "AgentThinking",
+	"FunctionCallRequest", "FunctionCallCancelled", "FunctionCallResponse", "AgentStartedSpeaking", "AgentAudioDone",
+	"Error", "Warning", "PromptUpdated", "SpeakUpdated", "ThinkUpdated", "ListenUpdated", "InjectionRefused",
+	"LatencyReport", "History"}
 
 func (e *deepgramEvent) scan(msg []byte) (reason string) {
 	s := scanner{buf: msg}
@@ -226,6 +211,12 @@ func (e *deepgramEvent) scan(msg []byte) (reason string) {
 			e.description, _ = s.text()
 		case textIs(key, "code"):
 			e.code, _ = s.text()
+		case textIs(key, "role"):
+			e.role, _ = s.text()
+		case textIs(key, "content"):
+			e.content, _ = s.text()
+		case textIs(key, "functions"):
+			e.functions = s.value()
 		default:
 			s.skip()
 		}
@@ -242,13 +233,45 @@ func (d *deepgramBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	if err := dispatchError(deepgramName, e.scan(msg), "type", `message without a "type" member`, e.hasType, e.typ); err != nil {
 		return err
 	}
+	d.events.reset()
 	switch {
 	case textIs(e.typ, "UserStartedSpeaking"):
 		in.Kind = KindClear
+	case textIs(e.typ, "SettingsApplied"):
+		in.Kind = KindReady
 	case textIs(e.typ, "Error") || textIs(e.typ, "Warning"):
 		in.Kind, in.Text = KindError, cutText(describeError(e.typ, e.description, e.code), maxBotErrorText)
+	case textIs(e.typ, "ConversationText") && e.content != nil:
+		switch {
+		case textIs(e.role, "user"):
+			d.events.transcript(BotEventCallerTranscript, e.content, true)
+		case textIs(e.role, "assistant"):
+			d.events.transcript(BotEventBotTranscript, e.content, true)
+		}
+	case textIs(e.typ, "FunctionCallRequest"):
+		d.events.toolCalls(deepgramCalls(e.functions))
+	default:
+		in.Unknown = !slices.ContainsFunc(deepgramServerTypes, func(t string) bool { return textIs(e.typ, t) })
 	}
+	d.events.set(in)
 	return nil
+}
+
+// deepgramCalls reads FunctionCallRequest's functions, whose arguments
+// are a string of JSON.
+func deepgramCalls(functions []byte) []toolCall {
+	var fs []struct{ ID, Name, Arguments string }
+	_ = json.Unmarshal(functions, &fs) // a call it cannot read is reported without its parts
+	calls := make([]toolCall, len(fs))
+	for i, f := range fs {
+		calls[i] = toolCall{ID: f.ID, Name: f.Name}
+		if json.Valid([]byte(f.Arguments)) {
+			calls[i].Arguments = json.RawMessage(f.Arguments)
+		} else {
+			calls[i].Arguments, _ = json.Marshal(f.Arguments) // kept as the string it is
+		}
+	}
+	return calls
 }
 
 // describeError makes the log line's text of an error event whose kind,

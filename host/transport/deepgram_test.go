@@ -87,7 +87,7 @@ func TestDeepgramServerMessages(t *testing.T) {
 		text string
 	}{
 		{`{"type":"Welcome","request_id":"fc553ec9-5874-49ca-a47c-b670d525a4b1"}`, transport.KindIgnore, ""},
-		{`{"type":"SettingsApplied"}`, transport.KindIgnore, ""},
+		{`{"type":"SettingsApplied"}`, transport.KindReady, ""},
 		{`{"type":"UserStartedSpeaking"}`, transport.KindClear, ""},
 		{`{"type":"ConversationText","role":"user","content":"Hello"}`, transport.KindIgnore, ""},
 		{`{"type":"FunctionCallRequest","functions":[{"id":"f1","name":"lookup","arguments":"{}","client_side":true}]}`, transport.KindIgnore, ""},

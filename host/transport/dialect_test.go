@@ -317,6 +317,11 @@ func TestBotAudioPathDoesNotAllocate(t *testing.T) {
 	openaiDelta := []byte(openaiDeltaMsg("response.output_audio.delta", "item_C9k2", pcm))
 	openaiBeta := newBot(t, "openai-realtime", codec.Telephony, map[string]string{"api": "beta"})
 	openaiBetaDelta := []byte(openaiDeltaMsg("response.audio.delta", "item_C9k3", frame))
+	gemini := newBot(t, "gemini-live", l16At24k, geminiOpts)
+	geminiTurn := []byte(geminiAudioMsg(pcm))
+	deepgram := newBot(t, "deepgram-agent", codec.Telephony, deepgramOpts)
+	eleven := newBot(t, "elevenlabs-agent", codec.Format{Encoding: codec.L16, Rate: 16000}, nil)
+	elevenAudio := []byte(elevenAudioMsg(12, pcm[:640]))
 	var in transport.Inbound
 	decode := func(b transport.BotSession, typ transport.MessageType, msg []byte) func() {
 		return func() {
@@ -339,6 +344,12 @@ func TestBotAudioPathDoesNotAllocate(t *testing.T) {
 		{"openai decode delta", decode(openai, transport.Text, openaiDelta)},
 		{"openai beta render append", func() { openaiBeta.Audio(frame) }},
 		{"openai beta decode delta", decode(openaiBeta, transport.Text, openaiBetaDelta)},
+		{"gemini render realtimeInput", func() { gemini.Audio(pcm) }},
+		{"gemini decode modelTurn", decode(gemini, transport.Binary, geminiTurn)},
+		{"deepgram render audio", func() { deepgram.Audio(frame) }},
+		{"deepgram decode audio", decode(deepgram, transport.Binary, frame)},
+		{"elevenlabs render user_audio_chunk", func() { eleven.Audio(pcm[:640]) }},
+		{"elevenlabs decode audio", decode(eleven, transport.Text, elevenAudio)},
 	}
 	for _, tt := range tests {
 		if n := testing.AllocsPerRun(200, tt.run); n != 0 {

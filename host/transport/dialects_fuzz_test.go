@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -26,9 +27,14 @@ func checkSpeechDecode(t *testing.T, b transport.BotSession, typ transport.Messa
 		if len(in.Text) > 303 || !utf8.ValidString(in.Text) {
 			t.Fatalf("error text %q of %d bytes", in.Text, len(in.Text))
 		}
-	case transport.KindClear, transport.KindIgnore:
+	case transport.KindClear, transport.KindIgnore, transport.KindReady:
 	default:
 		t.Fatalf("decoded as %v", in.Kind)
+	}
+	for _, e := range in.Events {
+		if !slices.Contains(transport.BotEventNames, e.Name) || !json.Valid(e.Data) {
+			t.Fatalf("event %q with data %.100q", e.Name, e.Data)
+		}
 	}
 	return &in
 }
@@ -38,6 +44,8 @@ func FuzzGeminiBotDecode(f *testing.F) {
 	f.Add(`{"serverContent":{"interrupted":true}}`)
 	f.Add(`{"goAway":{"timeLeft":"5s"}}`)
 	f.Add(`{"setupComplete":{},"usageMetadata":{"totalTokenCount":3}}`)
+	f.Add(`{"serverContent":{"inputTranscription":{"text":"a","finished":true},"outputTranscription":{"text":"b"}}}`)
+	f.Add(`{"toolCall":{"functionCalls":[{"id":"c1","name":"f","args":{"q":[1,{"r":null}]}}]}}`)
 	f.Fuzz(func(t *testing.T, msg string) {
 		b := newBot(t, "gemini-live", l16At24k, geminiOpts)
 		checkSpeechDecode(t, b, transport.Binary, []byte(msg), l16At24k)
@@ -48,6 +56,7 @@ func FuzzDeepgramBotDecode(f *testing.F) {
 	f.Add(`{"type":"UserStartedSpeaking"}`)
 	f.Add(`{"type":"Error","description":"d","code":"c"}`)
 	f.Add(`{"type":"ConversationText","role":"assistant","content":"hi"}`)
+	f.Add(`{"type":"FunctionCallRequest","functions":[{"id":"c1","name":"f","arguments":"{\"q\":1}","client_side":true}]}`)
 	f.Fuzz(func(t *testing.T, msg string) {
 		b := newBot(t, "deepgram-agent", codec.Telephony, deepgramOpts)
 		checkSpeechDecode(t, b, transport.Text, []byte(msg), codec.Telephony)
@@ -62,6 +71,8 @@ func FuzzElevenLabsBotDecode(f *testing.F) {
 	f.Add(`{"type":"ping","ping_event":{"event_id":12,"ping_ms":40}}`)
 	f.Add(`{"type":"interruption","interruption_event":{"event_id":3}}`)
 	f.Add(`{"type":"error","error_event":{"code":1011,"message":"m","error_type":"unknown"}}`)
+	f.Add(`{"type":"client_tool_call","client_tool_call":{"tool_name":"f","tool_call_id":"c1","parameters":{"q":1},"event_id":5}}`)
+	f.Add(`{"type":"user_transcript","user_transcription_event":{"user_transcript":"hi","event_id":2}}`)
 	f.Fuzz(func(t *testing.T, msg string) {
 		b := newBot(t, "elevenlabs-agent", codec.Telephony, nil)
 		in := checkSpeechDecode(t, b, transport.Text, []byte(msg), codec.Telephony)

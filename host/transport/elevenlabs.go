@@ -4,10 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/voxhost/voxhost/host/codec"
 )
@@ -23,13 +22,18 @@ const elevenName = "elevenlabs-agent"
 //	url: wss://api.elevenlabs.io/v1/convai/conversation?agent_id=<agent>
 //	headers: xi-api-key: <key>           (private agents only)
 //
-// (A signed URL lasts 15 minutes and is fetched per conversation from the
-// REST API, which a URL template cannot do: a private agent is reached
-// with the key header instead.)
+// With the option signed_url: true the host first asks ElevenLabs for a
+// signed URL, as its docs have a server do for a private agent: a GET of
+// get-signed-url (https://api.elevenlabs.io/v1/convai/conversation/get-signed-url?agent_id=<agent>:
+// the upstream URL with https for wss and /get-signed-url after its path)
+// with the route's headers, the key among them, then dials the signed_url
+// it answers, which must be on the same host, without the headers: the
+// key never goes on the WebSocket, and the signature is good for the one
+// conversation (begun within 15 minutes).
 //
 // Options, each an override the agent must allow in its security
 // settings: first_message, prompt, llm, language and voice_id; and
-// dynamic.NAME, the dynamic variable NAME (a string).
+// dynamic.NAME, the dynamic variable NAME (a string); and signed_url.
 //
 // Audio is the agent's: its user input and agent output formats are set
 // on the agent, not by the client, so the route's upstream codec and rate
@@ -40,20 +44,29 @@ const elevenName = "elevenlabs-agent"
 // naming both.
 //
 // To the agent: conversation_initiation_client_data first (the overrides
-// and dynamic variables), then the caller's audio as user_audio_chunk.
+// and dynamic variables), then, once its conversation_initiation_metadata
+// has come (KindReady: @elevenlabs/client's WebSocketConnection waits for
+// it before it hands the connection over; the host holds the caller's
+// audio until then), the caller's audio as user_audio_chunk.
 //
 // From the agent: audio (audio_event.audio_base_64) is audio; interruption
 // is a barge-in the agent detected (KindClear), and the audio of events
 // up to its event_id is dropped, as the ElevenLabs clients do; ping is
 // answered at once with pong and its event_id (Inbound.Reply); error is
-// KindError with its message. user_transcript, agent_response,
-// client_tool_call, vad_score and the rest are ignored, as are types it
-// does not know.
+// KindError with its message. user_transcript is a caller_transcript
+// event, agent_response a bot_transcript and client_tool_call a tool_call
+// (BotEvent). vad_score, agent_response_correction and the rest of the
+// types @elevenlabs/types 0.23.0 declares are ignored; other types are
+// ignored and counted as unknown.
 //
-// A barge-in the host detected is host-side only: the API has no client
-// message that stops the agent's turn (user_activity holds the agent
-// back from speaking, it does not cut it off). Not supported: DTMF, marks,
-// plugin events, a stop message (closing the socket ends the
+// A barge-in the host detected is host-side only: of the client events
+// the AsyncAPI contracts declare (user_audio_chunk, pong,
+// conversation_initiation_client_data, client_tool_result,
+// contextual_update, user_message, user_activity, feedback,
+// mcp_tool_approval_result, multimodal_message, file_input) none stops the
+// agent's turn: user_activity holds the agent back from starting to speak,
+// it does not cut it off, and user_message adds a turn. Not supported:
+// DTMF, marks, plugin events, a stop message (closing the socket ends the
 // conversation), client tools (a client_tool_call gets no
 // client_tool_result) and contextual updates.
 func init() { RegisterDialect(elevenDialect{}) }
@@ -90,35 +103,28 @@ func (elevenDialect) CheckOptions(opts map[string]string) error {
 type elevenOptions struct {
 	firstMessage, prompt, llm, language, voiceID string
 	dynamic                                      [][2]string // name, value, sorted by name
+	signedURL                                    bool
 }
+
+var elevenOptionTable = optionTable[elevenOptions]{dialect: elevenName, options: []option[elevenOptions]{
+	{name: "first_message", set: func(o *elevenOptions, v string) { o.firstMessage = v }},
+	{name: "prompt", set: func(o *elevenOptions, v string) { o.prompt = v }},
+	{name: "llm", set: func(o *elevenOptions, v string) { o.llm = v }},
+	{name: "language", set: func(o *elevenOptions, v string) { o.language = v }},
+	{name: "voice_id", set: func(o *elevenOptions, v string) { o.voiceID = v }},
+	{name: "signed_url", values: trueOrFalse, set: func(o *elevenOptions, v string) { o.signedURL = v == "true" }},
+}, prefix: "dynamic.", setPrefixed: func(o *elevenOptions, name, v string) error {
+	if name == "" {
+		return fmt.Errorf("the %s dialect's dynamic variable option needs a name after dynamic.", elevenName)
+	}
+	o.dynamic = append(o.dynamic, [2]string{name, v}) // in key order, so sorted
+	return nil
+}}
 
 func parseElevenOptions(opts map[string]string) (elevenOptions, error) {
 	var o elevenOptions
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		v := opts[k]
-		if name, ok := strings.CutPrefix(k, "dynamic."); ok {
-			if name == "" {
-				return o, fmt.Errorf("the %s dialect's dynamic variable option needs a name after dynamic.", elevenName)
-			}
-			o.dynamic = append(o.dynamic, [2]string{name, v})
-			continue
-		}
-		switch k {
-		case "first_message":
-			o.firstMessage = v
-		case "prompt":
-			o.prompt = v
-		case "llm":
-			o.llm = v
-		case "language":
-			o.language = v
-		case "voice_id":
-			o.voiceID = v
-		default:
-			return o, fmt.Errorf("the %s dialect has no option %s (it takes dynamic.NAME, first_message, language, llm, prompt and voice_id)", elevenName, excerpt(k))
-		}
-	}
-	return o, nil
+	err := elevenOptionTable.read(opts, &o)
+	return o, err
 }
 
 // The parts of user_audio_chunk around its audio.
@@ -142,6 +148,7 @@ func (elevenDialect) NewBotSession(cfg BotConfig) BotSession {
 }
 
 type elevenBot struct {
+	speechBot
 	maxAudio int
 	format   codec.Format
 	opts     elevenOptions
@@ -152,6 +159,7 @@ type elevenBot struct {
 	reply       []byte // the last pong
 	interrupted int64  // the event_id of the last interruption
 	seen        bool   // interrupted is set
+	events      botEvents
 
 	// The writing goroutine's.
 	out []byte
@@ -225,20 +233,6 @@ func (e *elevenBot) Audio(audio []byte) (MessageType, []byte) {
 	return Text, e.out
 }
 
-// DTMF renders nothing: the API has no message for a key.
-func (e *elevenBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
-
-// MarkPlayed renders nothing: the agent sends no marks.
-func (e *elevenBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the agent has no use for a plugin's events.
-func (e *elevenBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// Stop renders nothing: closing the socket ends the conversation.
-func (e *elevenBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
-
 // Interrupted sends nothing: the API has no client message that stops the
 // agent's turn.
 func (e *elevenBot) Interrupted(int64, bool, func(MessageType, []byte) error) error { return nil }
@@ -254,7 +248,27 @@ type elevenEvent struct {
 	message       []byte // error_event.message
 	errorType     []byte // error_event.error_type
 	input, output []byte // conversation_initiation_metadata_event's formats
+	transcript    []byte // user_transcription_event.user_transcript
+	response      []byte // agent_response_event.agent_response
+	tool          toolTokens
 }
+
+// toolTokens are client_tool_call's members: string tokens, and the
+// parameters' JSON.
+type toolTokens struct{ name, id, parameters []byte }
+
+// elevenServerTypes are the types of the agent's events @elevenlabs/types
+// 0.23.0 declares, which Decode does not count as unknown.
+var elevenServerTypes = []string{"conversation_initiation_metadata", "audio", "user_transcript", "tentative_user_transcript",
+	"agent_response", "agent_response_correction", "agent_chat_response_part", "agent_reasoning_response_part",
+	"interruption", "client_tool_call", "rich_content", "agent_tool_request", "agent_tool_response",
+	"agent_tool_response_full_payload", "mcp_tool_call", "mcp_connection_status", "vad_score", "ping", "context_usage",
+	"asr_initiation_metadata", "guardrail_triggered", "internal_turn_probability", "internal_tentative_agent_response",
+	"agent_typing", "external_agent_connected", "external_agent_disconnected", "error", "user_message", "multimodal_message", "file_input"}
+
+// elevenEventMembers are the members whose objects scan reads.
+var elevenEventMembers = []string{"audio_event", "interruption_event", "ping_event", "error_event", "conversation_initiation_metadata_event",
+	"user_transcription_event", "agent_response_event", "client_tool_call"}
 
 func (ev *elevenEvent) scan(msg []byte) (reason string) {
 	s := scanner{buf: msg}
@@ -272,6 +286,16 @@ func (ev *elevenEvent) scan(msg []byte) (reason string) {
 			ev.input, _ = s.text()
 		case textIs(key, "agent_output_audio_format"):
 			ev.output, _ = s.text()
+		case textIs(key, "user_transcript"):
+			ev.transcript, _ = s.text()
+		case textIs(key, "agent_response"):
+			ev.response, _ = s.text()
+		case textIs(key, "tool_name"):
+			ev.tool.name, _ = s.text()
+		case textIs(key, "tool_call_id"):
+			ev.tool.id, _ = s.text()
+		case textIs(key, "parameters"):
+			ev.tool.parameters = s.value()
 		default:
 			s.skip()
 		}
@@ -281,8 +305,7 @@ func (ev *elevenEvent) scan(msg []byte) (reason string) {
 		case textIs(key, "type"):
 			ev.hasType = true
 			ev.typ, _ = s.text()
-		case textIs(key, "audio_event") || textIs(key, "interruption_event") || textIs(key, "ping_event") ||
-			textIs(key, "error_event") || textIs(key, "conversation_initiation_metadata_event"):
+		case slices.ContainsFunc(elevenEventMembers, func(m string) bool { return textIs(key, m) }):
 			if !s.members(inner) {
 				s.skip()
 			}
@@ -314,6 +337,7 @@ func (e *elevenBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	if err := dispatchError(elevenName, ev.scan(msg), "type", `message without a "type" member`, ev.hasType, ev.typ); err != nil {
 		return err
 	}
+	e.events.reset()
 	switch {
 	case textIs(ev.typ, "audio"):
 		return e.audioEvent(&ev, in)
@@ -340,9 +364,28 @@ func (e *elevenBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 		}
 		in.Kind, in.Text = KindError, cutText(text, maxBotErrorText)
 	case textIs(ev.typ, "conversation_initiation_metadata"):
-		return e.checkFormats(&ev)
+		if err := e.checkFormats(&ev); err != nil {
+			return err
+		}
+		in.Kind = KindReady
+	case textIs(ev.typ, "user_transcript") && ev.transcript != nil:
+		e.events.transcript(BotEventCallerTranscript, ev.transcript, true)
+	case textIs(ev.typ, "agent_response") && ev.response != nil:
+		e.events.transcript(BotEventBotTranscript, ev.response, true)
+	case textIs(ev.typ, "client_tool_call"):
+		e.events.toolCalls([]toolCall{{ID: stringToken(ev.tool.id), Name: stringToken(ev.tool.name), Arguments: ev.tool.parameters}})
+	default:
+		in.Unknown = !slices.ContainsFunc(elevenServerTypes, func(t string) bool { return textIs(ev.typ, t) })
 	}
+	e.events.set(in)
 	return nil
+}
+
+// stringToken reads a JSON string token, "" for none.
+func stringToken(q []byte) string {
+	var s string
+	_ = json.Unmarshal(q, &s)
+	return s
 }
 
 // eventID reads an event_id token, a whole number.
@@ -386,4 +429,60 @@ func (e *elevenBot) checkFormats(ev *elevenEvent) error {
 		}
 	}
 	return nil
+}
+
+// Acknowledgement names conversation_initiation_metadata, which the host
+// waits for.
+func (elevenDialect) Acknowledgement() string { return "conversation_initiation_metadata" }
+
+// SignURL returns the get-signed-url endpoint for the conversation URL
+// dial when the options ask for a signed URL: the same host, https for
+// wss (http for ws), /get-signed-url after the path, and the query, whose
+// agent_id names the agent.
+func (elevenDialect) SignURL(dial string, opts map[string]string) (string, error) {
+	if o, _ := parseElevenOptions(opts); !o.signedURL {
+		return "", nil
+	}
+	u, err := url.Parse(dial)
+	if err != nil {
+		return "", fmt.Errorf("the upstream url does not parse")
+	}
+	switch u.Scheme {
+	case "wss":
+		u.Scheme = "https"
+	case "ws":
+		u.Scheme = "http"
+	}
+	if u.Query().Get("agent_id") == "" {
+		return "", fmt.Errorf("the %s dialect's signed_url needs the agent in the upstream url (?agent_id=...)", elevenName)
+	}
+	u.Path += "/get-signed-url"
+	return u.String(), nil
+}
+
+// maxSignedURL bounds the URL get-signed-url answers with.
+const maxSignedURL = 4096
+
+// SignedURL reads get-signed-url's answer, {"signed_url":"wss://..."},
+// or its refusal, {"detail":{"status":"invalid_api_key","message":"..."}}.
+func (elevenDialect) SignedURL(status int, body []byte) (string, error) {
+	var answer struct {
+		SignedURL string `json:"signed_url"`
+		Detail    struct{ Status, Message string }
+	}
+	err := json.Unmarshal(body, &answer)
+	switch {
+	case status != 200 && err == nil && answer.Detail.Message != "":
+		return "", fmt.Errorf("get-signed-url answered HTTP %d: %s", status, cutText(answer.Detail.Status+": "+answer.Detail.Message, maxBotErrorText))
+	case status != 200:
+		return "", fmt.Errorf("get-signed-url answered HTTP %d", status)
+	case err != nil || answer.SignedURL == "":
+		return "", fmt.Errorf("get-signed-url answered without a signed_url")
+	case len(answer.SignedURL) > maxSignedURL:
+		return "", fmt.Errorf("get-signed-url answered with a signed_url over %d bytes", maxSignedURL)
+	}
+	if u, err := url.Parse(answer.SignedURL); err != nil || u.Scheme != "wss" && u.Scheme != "ws" {
+		return "", fmt.Errorf("get-signed-url answered with a signed_url that is not a ws:// or wss:// url")
+	}
+	return answer.SignedURL, nil
 }

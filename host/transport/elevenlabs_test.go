@@ -53,7 +53,7 @@ func TestElevenLabsInitiation(t *testing.T) {
 	}
 	d, _ := transport.LookupDialect("elevenlabs-agent")
 	for opts, want := range map[string]string{
-		"agent_id": `the elevenlabs-agent dialect has no option "agent_id" (it takes dynamic.NAME, first_message, language, llm, prompt and voice_id)`,
+		"agent_id": `the elevenlabs-agent dialect has no option "agent_id" (it takes dynamic.NAME, first_message, language, llm, prompt, signed_url and voice_id)`,
 		"dynamic.": "the elevenlabs-agent dialect's dynamic variable option needs a name after dynamic.",
 	} {
 		if err := transport.CheckOptions(d, map[string]string{opts: "x"}); err == nil || err.Error() != want {
@@ -76,7 +76,7 @@ func TestElevenLabsServerEvents(t *testing.T) {
 		}
 	}
 	decode(`{"type":"conversation_initiation_metadata","conversation_initiation_metadata_event":{"conversation_id":"conv_1","agent_output_audio_format":"ulaw_8000","user_input_audio_format":"ulaw_8000"}}`)
-	if in.Kind != transport.KindIgnore {
+	if in.Kind != transport.KindReady {
 		t.Fatalf("metadata: %v", in.Kind)
 	}
 	decode(elevenAudioMsg(3, frame))
@@ -118,22 +118,5 @@ func TestElevenLabsServerEvents(t *testing.T) {
 		if err := b.Decode(transport.Text, []byte(msg), &in); err == nil || err.Error() != want {
 			t.Errorf("%.70s: %v\nwant %s", msg, err, want)
 		}
-	}
-}
-
-func TestElevenLabsAudioPathDoesNotAllocate(t *testing.T) {
-	b := newBot(t, "elevenlabs-agent", codec.Format{Encoding: codec.L16, Rate: 16000}, nil)
-	pcm := pcm24k(640)
-	msg := []byte(elevenAudioMsg(12, pcm))
-	var in transport.Inbound
-	if n := testing.AllocsPerRun(200, func() { b.Audio(pcm) }); n != 0 {
-		t.Errorf("render: %v allocations", n)
-	}
-	if n := testing.AllocsPerRun(200, func() {
-		if err := b.Decode(transport.Text, msg, &in); err != nil || in.Kind != transport.KindAudio {
-			t.Fatal(err)
-		}
-	}); n != 0 {
-		t.Errorf("decode: %v allocations", n)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/voxhost/voxhost/host/codec"
@@ -35,26 +33,38 @@ const geminiName = "gemini-live"
 // resampling to its native 16 kHz itself, and a bot leg has one format.
 //
 // To the model: setup first (model, response modality AUDIO, speech
-// config, system instruction, transcription configs), then the caller's
-// audio as realtimeInput.audio.
+// config, system instruction, transcription configs), then, once the
+// model's setupComplete has come (KindReady: the API's reference says
+// "clients should wait for a BidiGenerateContentSetupComplete message
+// before sending any additional messages"; the host holds the caller's
+// audio until then), the caller's audio as realtimeInput.audio.
 //
 // From the model (JSON, in text or binary messages; the service sends
 // binary): serverContent.modelTurn.parts[].inlineData is audio, all the
 // parts of one message decoded together; serverContent.interrupted is a
 // barge-in the model detected (KindClear); goAway is KindError (the
 // service closes the socket soon after, and this dialect does not resume
-// sessions). setupComplete, turnComplete, generationComplete,
-// transcriptions, toolCall, toolCallCancellation, usageMetadata and
-// sessionResumptionUpdate are ignored, as are members it does not know.
-// The service reports errors by closing the socket with a reason, which
-// ends the bot leg.
+// sessions). serverContent.inputTranscription and outputTranscription
+// (asked for with transcripts: true) are caller_transcript and
+// bot_transcript events, in the pieces the model sends them, final when
+// finished; toolCall is a tool_call event (BotEvent). turnComplete,
+// generationComplete, toolCallCancellation, usageMetadata,
+// sessionResumptionUpdate and voice activity signals are ignored, as are
+// members it does not know; a message with no member LiveServerMessage
+// declares is counted as unknown. The service reports errors by closing
+// the socket with a reason, which ends the bot leg.
 //
-// A barge-in the host detected is host-side only: with automatic activity
-// detection (the API's default, and this dialect's) the model has no
-// client message that stops its turn; it hears the caller and interrupts
-// itself. Not supported: DTMF, marks, plugin events, a stop message
-// (closing the socket ends the session), tool responses (a toolCall gets
-// no answer) and session resumption.
+// A barge-in the host detected (an inbound plugin's clear, e.g. vad
+// barge_in=true) is sent as an empty clientContent, turnComplete false:
+// @google/genai's LiveClientContent says "a message here will interrupt
+// any current model generation", and with nothing in it nothing is added
+// to the conversation, while turnComplete false leaves the next turn to
+// the model's activity detection. (activityStart, the other client
+// signal, may be sent only with automatic activity detection disabled,
+// and then needs an activityEnd the host's plugins do not give.) Not
+// supported: DTMF, marks, plugin events, a stop message (closing the
+// socket ends the session), tool responses (a toolCall gets no answer)
+// and session resumption.
 func init() { RegisterDialect(geminiDialect{}) }
 
 type geminiDialect struct{}
@@ -85,32 +95,23 @@ type geminiOptions struct {
 	transcripts  bool
 }
 
+var geminiOptionTable = optionTable[geminiOptions]{dialect: geminiName, options: []option[geminiOptions]{
+	{name: "model", set: func(o *geminiOptions, v string) {
+		o.model = v
+		if v != "" && !strings.HasPrefix(v, "models/") && !strings.HasPrefix(v, "projects/") {
+			o.model = "models/" + v
+		}
+	}},
+	{name: "voice", set: func(o *geminiOptions, v string) { o.voice = v }},
+	{name: "language", set: func(o *geminiOptions, v string) { o.language = v }},
+	{name: "instructions", set: func(o *geminiOptions, v string) { o.instructions = v }},
+	{name: "transcripts", values: trueOrFalse, set: func(o *geminiOptions, v string) { o.transcripts = v == "true" }},
+}}
+
 func parseGeminiOptions(opts map[string]string) (geminiOptions, error) {
 	var o geminiOptions
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		switch v := opts[k]; k {
-		case "model":
-			o.model = v
-			if v != "" && !strings.HasPrefix(v, "models/") && !strings.HasPrefix(v, "projects/") {
-				o.model = "models/" + v
-			}
-		case "voice":
-			o.voice = v
-		case "language":
-			o.language = v
-		case "instructions":
-			o.instructions = v
-		case "transcripts":
-			switch v {
-			case "", "false":
-			case "true":
-				o.transcripts = true
-			default:
-				return o, fmt.Errorf("the %s dialect's transcripts is true or false, not %s", geminiName, excerpt(v))
-			}
-		default:
-			return o, fmt.Errorf("the %s dialect has no option %s (it takes instructions, language, model, transcripts and voice)", geminiName, excerpt(k))
-		}
+	if err := geminiOptionTable.read(opts, &o); err != nil {
+		return o, err
 	}
 	if o.model == "" {
 		return o, fmt.Errorf("the %s dialect needs options.model, the Live model to run (e.g. gemini-2.5-flash-native-audio-preview-09-2025)", geminiName)
@@ -138,6 +139,7 @@ func (geminiDialect) NewBotSession(cfg BotConfig) BotSession {
 }
 
 type geminiBot struct {
+	speechBot
 	maxAudio int
 	format   codec.Format
 	opts     geminiOptions
@@ -145,6 +147,7 @@ type geminiBot struct {
 	// The reading goroutine's.
 	audio   []byte // the audio of the last message's parts
 	scratch []byte // a part's data with its JSON escapes resolved
+	events  botEvents
 
 	// The writing goroutine's.
 	out []byte
@@ -192,38 +195,54 @@ func (g *geminiBot) Audio(audio []byte) (MessageType, []byte) {
 	return Text, g.out
 }
 
-// DTMF renders nothing: the API has no message for a key.
-func (g *geminiBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
+// geminiInterrupt is the clientContent that stops the model's turn.
+const geminiInterrupt = `{"clientContent":{"turnComplete":false}}`
 
-// MarkPlayed renders nothing: the model sends no marks.
-func (g *geminiBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the model has no use for a plugin's events.
-func (g *geminiBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
+// Interrupted stops the model's turn with an empty clientContent, unless
+// the model detected the barge-in itself and so has stopped already.
+func (g *geminiBot) Interrupted(_ int64, byBot bool, send func(MessageType, []byte) error) error {
+	if byBot {
+		return nil
+	}
+	g.out = append(g.out[:0], geminiInterrupt...)
+	return send(Text, g.out)
 }
 
-// Stop renders nothing: closing the socket ends the session.
-func (g *geminiBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
-
-// Interrupted sends nothing: under automatic activity detection the model
-// hears the caller and interrupts itself; the API has no client message
-// that stops a turn.
-func (g *geminiBot) Interrupted(int64, bool, func(MessageType, []byte) error) error { return nil }
+// Acknowledgement names setupComplete, which the host waits for.
+func (geminiDialect) Acknowledgement() string { return "setupComplete" }
 
 // geminiMessage is what the scanner picks out of a server message.
 type geminiMessage struct {
+	known       bool   // it has a member LiveServerMessage declares
+	ready       bool   // setupComplete
 	interrupted bool   // serverContent.interrupted
 	goAway      bool   // it has goAway
 	timeLeft    []byte // goAway.timeLeft, a string token
 	n           int    // bytes of audio decoded into the session's buffer
 	err         error  // the first bad audio part
+	// The transcriptions' text tokens and finished flags, and toolCall's
+	// JSON.
+	input, output       []byte
+	inputEnd, outputEnd bool
+	toolCall            []byte
 }
+
+// geminiServerMembers are LiveServerMessage's members in @google/genai
+// 3.3.0: a message with none of them is of a kind this dialect does not
+// know.
+var geminiServerMembers = []string{"setupComplete", "serverContent", "toolCall", "toolCallCancellation", "usageMetadata",
+	"goAway", "sessionResumptionUpdate", "voiceActivityDetectionSignal", "voiceActivity"}
 
 func (g *geminiBot) scan(msg []byte, m *geminiMessage) (reason string) {
 	s := scanner{buf: msg}
 	return s.finish(s.members(func(key []byte) {
+		for _, k := range geminiServerMembers {
+			m.known = m.known || textIs(key, k)
+		}
 		switch {
+		case textIs(key, "setupComplete"):
+			m.ready = true
+			s.skip()
 		case textIs(key, "serverContent"):
 			if !s.members(func(key []byte) {
 				switch {
@@ -232,12 +251,18 @@ func (g *geminiBot) scan(msg []byte, m *geminiMessage) (reason string) {
 					s.skip()
 				case textIs(key, "modelTurn"):
 					g.modelTurn(&s, m)
+				case textIs(key, "inputTranscription"):
+					m.input, m.inputEnd = transcription(&s)
+				case textIs(key, "outputTranscription"):
+					m.output, m.outputEnd = transcription(&s)
 				default:
 					s.skip()
 				}
 			}) {
 				s.skip()
 			}
+		case textIs(key, "toolCall"):
+			m.toolCall = s.value()
 		case textIs(key, "goAway"):
 			m.goAway = true
 			if !s.members(func(key []byte) {
@@ -253,6 +278,24 @@ func (g *geminiBot) scan(msg []byte, m *geminiMessage) (reason string) {
 			s.skip()
 		}
 	}))
+}
+
+// transcription reads a Transcription: its text token and finished.
+func transcription(s *scanner) (text []byte, finished bool) {
+	if !s.members(func(key []byte) {
+		switch {
+		case textIs(key, "text"):
+			text, _ = s.text()
+		case textIs(key, "finished"):
+			finished = s.peek() == 't'
+			s.skip()
+		default:
+			s.skip()
+		}
+	}) {
+		s.skip()
+	}
+	return text, finished
 }
 
 // modelTurn decodes the audio of a Content's parts, one after the other,
@@ -326,6 +369,27 @@ func (g *geminiBot) Decode(_ MessageType, msg []byte, in *Inbound) error {
 	if reason := g.scan(msg, &m); reason != "" {
 		return protocolErrorf(geminiName, "%s", reason)
 	}
+	g.events.reset()
+	if m.input != nil {
+		g.events.transcript(BotEventCallerTranscript, m.input, m.inputEnd)
+	}
+	if m.output != nil {
+		g.events.transcript(BotEventBotTranscript, m.output, m.outputEnd)
+	}
+	if m.toolCall != nil {
+		var tc struct {
+			FunctionCalls []struct {
+				ID, Name string
+				Args     json.RawMessage
+			}
+		}
+		_ = json.Unmarshal(m.toolCall, &tc) // a call it cannot read is reported without its parts
+		calls := make([]toolCall, len(tc.FunctionCalls))
+		for i, f := range tc.FunctionCalls {
+			calls[i] = toolCall{ID: f.ID, Name: f.Name, Arguments: f.Args}
+		}
+		g.events.toolCalls(calls)
+	}
 	switch {
 	case m.err != nil:
 		return m.err
@@ -343,6 +407,11 @@ func (g *geminiBot) Decode(_ MessageType, msg []byte, in *Inbound) error {
 			return err
 		}
 		in.Kind, in.Audio = KindAudio, g.audio[:m.n]
+	case m.ready:
+		in.Kind = KindReady
+	default:
+		in.Unknown = !m.known
 	}
+	g.events.set(in)
 	return nil
 }

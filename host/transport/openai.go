@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -77,39 +74,18 @@ type openaiOptions struct {
 	turnDetection string // server_vad, semantic_vad or none
 }
 
+var openaiOptionTable = optionTable[openaiOptions]{dialect: openaiName, options: []option[openaiOptions]{
+	{name: "api", values: []string{"ga", "beta"}, set: func(o *openaiOptions, v string) { o.beta = v == "beta" }},
+	{name: "voice", set: func(o *openaiOptions, v string) { o.voice = v }},
+	{name: "instructions", set: func(o *openaiOptions, v string) { o.instructions = v }},
+	{name: "turn_detection", values: []string{"server_vad", "semantic_vad", "none"}, set: func(o *openaiOptions, v string) { o.turnDetection = v }},
+	{name: "model", refuse: "takes the model in the upstream url (wss://api.openai.com/v1/realtime?model=gpt-realtime), not as an option"},
+}}
+
 func parseOpenAIOptions(opts map[string]string) (openaiOptions, error) {
 	o := openaiOptions{turnDetection: "server_vad"}
-	// In key order, so that of several bad options the error names the
-	// same one every time.
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		switch v := opts[k]; k {
-		case "api":
-			switch v {
-			case "", "ga":
-			case "beta":
-				o.beta = true
-			default:
-				return o, fmt.Errorf("the %s dialect's api is ga or beta, not %s", openaiName, excerpt(v))
-			}
-		case "voice":
-			o.voice = v
-		case "instructions":
-			o.instructions = v
-		case "turn_detection":
-			switch v {
-			case "":
-			case "server_vad", "semantic_vad", "none":
-				o.turnDetection = v
-			default:
-				return o, fmt.Errorf("the %s dialect's turn_detection is server_vad, semantic_vad or none, not %s", openaiName, excerpt(v))
-			}
-		case "model":
-			return o, fmt.Errorf("the %s dialect takes the model in the upstream url (wss://api.openai.com/v1/realtime?model=gpt-realtime), not as an option", openaiName)
-		default:
-			return o, fmt.Errorf("the %s dialect has no option %s (it takes api, instructions, turn_detection and voice)", openaiName, excerpt(k))
-		}
-	}
-	return o, nil
+	err := openaiOptionTable.read(opts, &o)
+	return o, err
 }
 
 // NewBotSession takes options CheckOptions accepted; any others fall back
@@ -146,6 +122,7 @@ const (
 const maxBotErrorText = 300
 
 type openaiBot struct {
+	speechBot
 	maxAudio int
 	format   codec.Format
 	opts     openaiOptions
@@ -220,20 +197,6 @@ func (o *openaiBot) Audio(audio []byte) (MessageType, []byte) {
 	o.out = append(b, openaiAppendTail...)
 	return Text, o.out
 }
-
-// DTMF renders nothing: the API has no client event for a key.
-func (o *openaiBot) DTMF(byte) (MessageType, []byte, bool) { return 0, nil, false }
-
-// MarkPlayed renders nothing: the model sends no marks.
-func (o *openaiBot) MarkPlayed(string) (MessageType, []byte, bool) { return 0, nil, false }
-
-// Event renders nothing: the model has no use for a plugin's events.
-func (o *openaiBot) Event(string, string, []byte, int64) (MessageType, []byte, bool) {
-	return 0, nil, false
-}
-
-// Stop renders nothing: closing the socket ends the session.
-func (o *openaiBot) Stop() (MessageType, []byte, bool) { return 0, nil, false }
 
 // Interrupted cancels the response under way, unless the model detected
 // the barge-in itself (its server VAD cancels its own response), then

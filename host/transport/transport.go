@@ -51,6 +51,11 @@ const (
 	KindPause
 	// KindResume lets the host send audio again (Asterisk's MEDIA_XON).
 	KindResume
+	// KindReady is a bot's acknowledgement of the session set-up its
+	// dialect's Open sent (Gemini's setupComplete, Deepgram's
+	// SettingsApplied): the host holds the caller's audio until it for a
+	// dialect that is a SetupAcknowledger.
+	KindReady
 )
 
 // String names the kind as logs and test failures show it.
@@ -76,6 +81,8 @@ func (k Kind) String() string {
 		return "pause"
 	case KindResume:
 		return "resume"
+	case KindReady:
+		return "ready"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -105,6 +112,13 @@ type Inbound struct {
 	// views a session buffer, valid until the next Decode.
 	Reply     []byte
 	ReplyType MessageType
+	// Events are what a bot's message said besides its Kind that the host
+	// passes on (BotEvent: transcripts, tool calls). They view a session
+	// buffer, valid until the next Decode.
+	Events []BotEvent
+	// Unknown marks a bot's message of a type its dialect does not know:
+	// KindIgnore, and counted by the host.
+	Unknown bool
 }
 
 // Start describes a stream as the protocol announced it. Its audio format

@@ -129,3 +129,30 @@ func LookupDialect(name string) (Dialect, error) {
 
 // DialectNames lists the registered dialects, sorted.
 func DialectNames() []string { return dialects.names() }
+
+// SetupAcknowledger is implemented by a dialect whose provider
+// acknowledges the session set-up Open sends and must not be sent audio
+// before (Gemini: "clients should wait for a BidiGenerateContentSetupComplete
+// message before sending any additional messages"): its session's Decode
+// returns KindReady for the acknowledgement, the host holds the caller's
+// audio until then, within a bound, and ends the leg when none comes in
+// time.
+type SetupAcknowledger interface {
+	// Acknowledgement names the provider's message, for the error when it
+	// does not come.
+	Acknowledgement() string
+}
+
+// URLSigner is implemented by a dialect whose provider can hand out, per
+// conversation, the URL to dial in exchange for the key (ElevenLabs'
+// signed URLs), when the route's options ask for it.
+type URLSigner interface {
+	// SignURL returns the URL of the endpoint that hands out the signed
+	// URL for the upstream URL dial, or "" when the options do not ask
+	// for one.
+	SignURL(dial string, opts map[string]string) (string, error)
+	// SignedURL reads the endpoint's answer, of HTTP status and body (cut
+	// to a bound): the URL to dial instead, or why there is none, in the
+	// provider's words where it gave some.
+	SignedURL(status int, body []byte) (string, error)
+}

@@ -102,6 +102,19 @@ type Config struct {
 	// InterruptAfter, if positive, barges in once when this much of the
 	// host's audio has arrived, as Call.Interrupt does.
 	InterruptAfter time.Duration
+	// HoldAck makes the speech providers' servers (Gemini, Deepgram,
+	// ElevenLabs) withhold their acknowledgement of a session set-up
+	// (setupComplete, SettingsApplied, conversation_initiation_metadata)
+	// until Sim.Acknowledge: a provider slow to set up, or, never
+	// released, one that does not answer. Each refuses audio that comes
+	// before its acknowledgement, held or not.
+	HoldAck bool
+	// ElevenLabsKey, if set, makes the ElevenLabs server a private
+	// agent's: its socket takes a conversation with the key in an
+	// xi-api-key header, or with a conversation_signature that GET
+	// <path>/get-signed-url, with the key, handed out (single-use, as
+	// ElevenLabs' are); others get HTTP 401.
+	ElevenLabsKey string
 
 	// RecordAudio caps the audio kept per call, in bytes; 0 means
 	// DefaultRecordAudio, negative keeps none. Byte counts go on.
@@ -166,6 +179,10 @@ type Sim struct {
 	nextID  int
 	changed chan struct{} // closed and replaced on a change while someone waits
 	waiters atomic.Int32
+
+	// signatures are ElevenLabs' signatures handed out and not yet used,
+	// under mu.
+	signatures map[string]bool
 }
 
 // New makes a simulator.
@@ -245,6 +262,9 @@ type Call struct {
 	Interrupts int
 	// Stopped says the host ended the stream with its stop message.
 	Stopped bool
+	// Acknowledged says a speech provider's server acknowledged the
+	// session set-up.
+	Acknowledged bool
 
 	// Sessions are OpenAI's session.update, Gemini's setup, Deepgram's
 	// Settings and ElevenLabs' conversation_initiation_client_data
@@ -319,18 +339,52 @@ func (s *Sim) Wait(ctx context.Context, cond func([]Call) bool) ([]Call, error) 
 // what they are saying and send clear, OpenAI's sends
 // input_audio_buffer.speech_started.
 func (s *Sim) Interrupt(id int) error {
+	c, err := s.find(id)
+	if err != nil {
+		return err
+	}
+	return c.interrupt()
+}
+
+// Acknowledge releases the acknowledgement of call id's session set-up
+// that Config.HoldAck withholds: sent now if the set-up has come, else as
+// soon as it does.
+func (s *Sim) Acknowledge(id int) error {
+	c, err := s.find(id)
+	if err != nil {
+		return err
+	}
+	return c.release()
+}
+
+// Narrate makes a speech provider's server of call id say what such a
+// provider says besides audio, in its own messages: what it heard the
+// caller say, what its bot says, a tool call, and a message of a type no
+// version of its schema has.
+func (s *Sim) Narrate(id int) error {
+	c, err := s.find(id)
+	if err != nil {
+		return err
+	}
+	n, ok := c.d.(narrator)
+	if !ok {
+		return fmt.Errorf("botsim: call %d's %s bot has nothing to narrate", id, c.rec.Protocol)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return n.narrate(c)
+}
+
+// find returns call id.
+func (s *Sim) find(id int) (*call, error) {
 	s.mu.Lock()
-	var found *call
+	defer s.mu.Unlock()
 	for _, c := range s.calls {
 		if c.id == id {
-			found = c
+			return c, nil
 		}
 	}
-	s.mu.Unlock()
-	if found == nil {
-		return fmt.Errorf("botsim: no call %d", id)
-	}
-	return found.interrupt()
+	return nil, fmt.Errorf("botsim: no call %d", id)
 }
 
 // Live counts the calls whose socket is open.

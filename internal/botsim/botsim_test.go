@@ -48,13 +48,19 @@ func send(t *testing.T, conn *websocket.Conn, msg string) {
 // event reads the next text message as JSON.
 func event(t *testing.T, conn *websocket.Conn) map[string]any {
 	t.Helper()
+	return readJSON(t, conn, websocket.MessageText)
+}
+
+// readJSON reads the next message, of type want, as JSON.
+func readJSON(t *testing.T, conn *websocket.Conn, want websocket.MessageType) map[string]any {
+	t.Helper()
 	typ, msg, err := conn.Read(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if typ != websocket.MessageText || json.Unmarshal(msg, &m) != nil {
-		t.Fatalf("want a JSON text message, got %v %.80q", typ, msg)
+	if typ != want || json.Unmarshal(msg, &m) != nil {
+		t.Fatalf("want a JSON %v message, got %v %.80q", want, typ, msg)
 	}
 	return m
 }

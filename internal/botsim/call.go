@@ -48,6 +48,13 @@ type dialect interface {
 	interrupt(c *call) error
 }
 
+// narrator is a speech provider's dialect, which says more than audio:
+// narrate sends its transcripts of both sides, a tool call and a message
+// of an unknown type; wmu is held.
+type narrator interface {
+	narrate(c *call) error
+}
+
 // call is one connection from the host.
 type call struct {
 	sim   *Sim
@@ -66,6 +73,12 @@ type call struct {
 	wmu sync.Mutex
 
 	startOnce sync.Once
+	// The acknowledgement of a speech provider's session set-up: acked once
+	// written; with Config.HoldAck, pending until released.
+	acked       atomic.Bool
+	ackMu       sync.Mutex
+	ackReleased bool
+	ackPending  func() error
 	// utterance counts barge-ins: an utterance whose count changed while
 	// it was being sent is cut short.
 	utterance   atomic.Int64
@@ -88,6 +101,9 @@ type delayed struct {
 const echoQueue = 1024
 
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request, protocol string) {
+	if protocol == ProtocolElevenLabs && !s.elevenAuthorized(w, r) {
+		return
+	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return
@@ -388,6 +404,47 @@ func (c *call) writeJSON(v any) error {
 		return err
 	}
 	return c.write(websocket.MessageText, msg)
+}
+
+// acknowledge sends a speech provider's acknowledgement of the session
+// set-up through send, under wmu, now or, with Config.HoldAck, once
+// Sim.Acknowledge releases it.
+func (c *call) acknowledge(send func() error) error {
+	c.ackMu.Lock()
+	if c.sim.cfg.HoldAck && !c.ackReleased {
+		c.ackPending = send
+		c.ackMu.Unlock()
+		return nil
+	}
+	c.ackMu.Unlock()
+	return c.sendAck(send)
+}
+
+// release lets the acknowledgement go, the pending one now.
+func (c *call) release() error {
+	c.ackMu.Lock()
+	c.ackReleased = true
+	send := c.ackPending
+	c.ackPending = nil
+	c.ackMu.Unlock()
+	if send == nil {
+		return nil
+	}
+	return c.sendAck(send)
+}
+
+// sendAck sends the acknowledgement. Audio is taken from the moment it is
+// sent, before the write returns: a client that waited for it answers as
+// soon as it arrives, perhaps before this goroutine runs again.
+func (c *call) sendAck(send func() error) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.acked.Store(true)
+	if err := send(); err != nil {
+		return err
+	}
+	c.record(func(r *Call) { r.Acknowledged = true })
+	return nil
 }
 
 // interrupt barges in: the utterance being spoken stops and the dialect

@@ -97,8 +97,11 @@ func (d *deepgramBot) refuse(c *call, description string) error {
 
 func (d *deepgramBot) handle(c *call, typ websocket.MessageType, msg []byte) error {
 	if typ == websocket.MessageBinary {
-		if !d.settings {
+		switch {
+		case !d.settings:
 			return d.refuse(c, "audio before Settings")
+		case !c.acked.Load():
+			return d.refuse(c, "audio before SettingsApplied")
 		}
 		f := c.outFormat()
 		if len(msg)%f.SampleBytes() != 0 {
@@ -162,14 +165,14 @@ func (d *deepgramBot) applySettings(c *call, msg []byte) error {
 		return d.refuse(c, fmt.Sprintf("Settings: the simulator echoes, so it takes one format both ways, not %v in and %v out", inF, outF))
 	}
 	d.settings = true
-	c.wmu.Lock()
-	err = c.writeJSON(map[string]any{"type": "SettingsApplied"})
-	c.wmu.Unlock()
-	if err != nil {
-		return err
-	}
-	c.started(msg, inF, outF)
-	return nil
+	msg = bytes.Clone(msg) // for started, perhaps after the reader has moved on
+	return c.acknowledge(func() error {
+		if err := c.writeJSON(map[string]any{"type": "SettingsApplied"}); err != nil {
+			return err
+		}
+		c.started(msg, inF, outF)
+		return nil
+	})
 }
 
 // audio renders a chunk of the agent's audio, a binary message, after
@@ -204,4 +207,20 @@ func (d *deepgramBot) end(c *call, _ string, _ bool) error {
 func (d *deepgramBot) interrupt(c *call) error {
 	d.speaking = false
 	return c.writeJSON(map[string]any{"type": "UserStartedSpeaking"})
+}
+
+// narrate sends ConversationText of both sides, a FunctionCallRequest and
+// a type the API does not have.
+func (d *deepgramBot) narrate(c *call) error {
+	for _, m := range []map[string]any{
+		{"type": "ConversationText", "role": "user", "content": "Where is my order?"},
+		{"type": "ConversationText", "role": "assistant", "content": "Let me look it up."},
+		{"type": "FunctionCallRequest", "functions": []map[string]any{{"id": "call_1", "name": "lookup_order", "arguments": `{"order":"A-1"}`, "client_side": true}}},
+		{"type": "SomethingNew"},
+	} {
+		if err := c.writeJSON(m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -20,7 +20,23 @@ type botLeg struct {
 	in   transport.Inbound
 }
 
+// dialBot opens the dialect's session, and waits for the bot's
+// acknowledgement of it where the dialect has one, as the host does.
 func dialBot(t *testing.T, url, dialect string, f codec.Format, opts map[string]string) *botLeg {
+	t.Helper()
+	b := openBot(t, url, dialect, f, opts)
+	if d, _ := transport.LookupDialect(dialect); d != nil {
+		if _, ok := d.(transport.SetupAcknowledger); ok {
+			if in := b.next(); in.Kind != transport.KindReady {
+				t.Fatalf("the bot answered the set-up with %v, want its acknowledgement", in.Kind)
+			}
+		}
+	}
+	return b
+}
+
+// openBot opens the dialect's session.
+func openBot(t *testing.T, url, dialect string, f codec.Format, opts map[string]string) *botLeg {
 	t.Helper()
 	d, err := transport.LookupDialect(dialect)
 	if err != nil {

@@ -18,6 +18,14 @@
 // request (Twilio's and raw's clear, OpenAI's speech_started). Every
 // record is capped, so a long load test does not grow the simulator.
 //
+// The speech providers' servers (Gemini Live, Deepgram's Voice Agent,
+// ElevenLabs' agents) also refuse audio sent before their acknowledgement
+// of the session set-up, which Config.HoldAck withholds until
+// Sim.Acknowledge; say what such a provider says besides audio on request
+// (Sim.Narrate: transcripts, a tool call, a message of an unknown type);
+// and, with Config.ElevenLabsKey, play a private ElevenLabs agent with its
+// get-signed-url endpoint.
+//
 // Where the bot's side of a dialect is a role voxhost has already, it is
 // reused: the Twilio bot decodes and renders with transport.Twilio's
 // sessions, the carrier role of the same protocol, and the raw bot with

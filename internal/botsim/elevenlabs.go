@@ -2,7 +2,9 @@ package botsim
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -187,26 +189,29 @@ func (e *elevenBot) initiate(c *call, msg []byte) error {
 		return e.refuse(c, "invalid_message", "the conversation has begun")
 	}
 	e.begun = true
-	c.wmu.Lock()
-	err := c.writeJSON(map[string]any{"type": "conversation_initiation_metadata", "conversation_initiation_metadata_event": map[string]any{
-		"conversation_id": fmt.Sprintf("conv_%d", c.id), "agent_output_audio_format": e.formatName(), "user_input_audio_format": e.formatName()}})
-	if err == nil {
-		e.eventID++
-		err = c.writeJSON(map[string]any{"type": "ping", "ping_event": map[string]any{"event_id": e.eventID, "ping_ms": nil}})
-	}
-	c.wmu.Unlock()
-	if err != nil {
+	msg = bytes.Clone(msg) // for started, perhaps after the reader has moved on
+	return c.acknowledge(func() error {
+		err := c.writeJSON(map[string]any{"type": "conversation_initiation_metadata", "conversation_initiation_metadata_event": map[string]any{
+			"conversation_id": fmt.Sprintf("conv_%d", c.id), "agent_output_audio_format": e.formatName(), "user_input_audio_format": e.formatName()}})
+		if err == nil {
+			e.eventID++
+			err = c.writeJSON(map[string]any{"type": "ping", "ping_event": map[string]any{"event_id": e.eventID, "ping_ms": nil}})
+		}
+		if err == nil {
+			c.started(msg, e.format, e.format)
+		}
 		return err
-	}
-	c.started(msg, e.format, e.format)
-	return nil
+	})
 }
 
 // userAudio takes a chunk of the caller's audio and, in echo mode, sends
 // it back.
 func (e *elevenBot) userAudio(c *call, chunk string) error {
-	if !e.begun {
+	switch {
+	case !e.begun:
 		return e.refuse(c, "invalid_message", "user_audio_chunk before conversation_initiation_client_data")
+	case !c.acked.Load():
+		return e.refuse(c, "invalid_message", "user_audio_chunk before conversation_initiation_metadata")
 	}
 	var err error
 	if e.inAudio, err = base64.StdEncoding.AppendDecode(e.inAudio[:0], []byte(chunk)); err != nil {
@@ -244,4 +249,84 @@ func (e *elevenBot) end(c *call, name string, cut bool) error {
 func (e *elevenBot) interrupt(c *call) error {
 	e.eventID++
 	return c.writeJSON(map[string]any{"type": "interruption", "interruption_event": map[string]any{"event_id": e.eventID}})
+}
+
+// narrate sends user_transcript, agent_response, a client_tool_call and a
+// type the contracts do not have.
+func (e *elevenBot) narrate(c *call) error {
+	e.eventID++
+	id := e.eventID
+	for _, m := range []map[string]any{
+		{"type": "user_transcript", "user_transcription_event": map[string]any{"user_transcript": "Where is my order?", "event_id": id}},
+		{"type": "agent_response", "agent_response_event": map[string]any{"agent_response": "Let me look it up.", "event_id": id}},
+		{"type": "client_tool_call", "client_tool_call": map[string]any{"tool_name": "lookup_order", "tool_call_id": "call_1", "parameters": map[string]any{"order": "A-1"}, "event_id": id}},
+		{"type": "something_new"},
+	} {
+		if err := c.writeJSON(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// elevenAuthorized serves get-signed-url, and lets a conversation socket
+// through if Config.ElevenLabsKey is unset or the request has the key or
+// an unused signature; it has answered the request otherwise.
+func (s *Sim) elevenAuthorized(w http.ResponseWriter, r *http.Request) bool {
+	key := s.cfg.ElevenLabsKey
+	if path, ok := strings.CutSuffix(r.URL.Path, "/get-signed-url"); ok {
+		s.signURL(w, r, path)
+		return false
+	}
+	if key == "" || r.Header.Get("xi-api-key") == key {
+		return true
+	}
+	sig := r.URL.Query().Get("conversation_signature")
+	s.mu.Lock()
+	ok := s.signatures[sig]
+	delete(s.signatures, sig)
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, `{"detail":{"status":"authentication_failed","message":"a private agent needs an xi-api-key or a signed url"}}`, http.StatusUnauthorized)
+	}
+	return ok
+}
+
+// maxSignatures bounds the signatures handed out and not yet used.
+const maxSignatures = 1024
+
+// signURL answers GET get-signed-url as ElevenLabs does: with the key and
+// an agent_id, {"signed_url": the conversation socket's URL with a new
+// conversation_signature}.
+func (s *Sim) signURL(w http.ResponseWriter, r *http.Request, path string) {
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method != http.MethodGet:
+		http.Error(w, `{"detail":"Method Not Allowed"}`, http.StatusMethodNotAllowed)
+		return
+	case s.cfg.ElevenLabsKey == "" || r.Header.Get("xi-api-key") != s.cfg.ElevenLabsKey:
+		http.Error(w, `{"detail":{"status":"invalid_api_key","message":"Invalid API key"}}`, http.StatusUnauthorized)
+		return
+	case r.URL.Query().Get("agent_id") == "":
+		http.Error(w, `{"detail":[{"loc":["query","agent_id"],"msg":"field required","type":"value_error.missing"}]}`, http.StatusUnprocessableEntity)
+		return
+	}
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	sig := hex.EncodeToString(raw)
+	s.mu.Lock()
+	if s.signatures == nil {
+		s.signatures = map[string]bool{}
+	}
+	for old := range s.signatures {
+		if len(s.signatures) < maxSignatures {
+			break
+		}
+		delete(s.signatures, old) // the oldest or not: a bound, not an order
+	}
+	s.signatures[sig] = true
+	s.mu.Unlock()
+	q := r.URL.Query()
+	q.Set("conversation_signature", sig)
+	_ = json.NewEncoder(w).Encode(map[string]string{"signed_url": "ws://" + r.Host + path + "?" + q.Encode()})
 }

@@ -102,10 +102,18 @@ func (g *geminiBot) handle(c *call, _ websocket.MessageType, msg []byte) error {
 	case !g.setUp:
 		c.event("", truncate(string(msg), 200), nil)
 		return geminiInvalid("setup must be the first message")
+	case !c.acked.Load():
+		c.event("", truncate(string(msg), 200), nil)
+		return geminiInvalid("a message before setupComplete: clients should wait for it")
 	case m.RealtimeInput != nil:
 		return g.realtimeInput(c, m.RealtimeInput)
 	case m.ClientContent != nil:
-		c.event("clientContent", "", nil)
+		// "A message here will interrupt any current model generation."
+		c.event("clientContent", truncate(string(m.ClientContent), 200), nil)
+		c.utterance.Add(1)
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		return c.write(websocket.MessageBinary, []byte(`{"serverContent":{"interrupted":true}}`))
 	case m.ToolResponse != nil:
 		c.event("toolResponse", "", nil)
 	default:
@@ -130,14 +138,14 @@ func (g *geminiBot) setup(c *call, msg []byte, s *geminiSetup) error {
 		return geminiInvalid("the simulator answers with audio only, not %v", s.GenerationConfig.ResponseModalities)
 	}
 	g.setUp = true
-	c.wmu.Lock()
-	err := c.write(websocket.MessageBinary, []byte(`{"setupComplete":{}}`))
-	c.wmu.Unlock()
-	if err != nil {
-		return err
-	}
-	c.started(msg, geminiIn, geminiOut)
-	return nil
+	msg = bytes.Clone(msg) // for started, perhaps after the reader has moved on
+	return c.acknowledge(func() error {
+		if err := c.write(websocket.MessageBinary, []byte(`{"setupComplete":{}}`)); err != nil {
+			return err
+		}
+		c.started(msg, geminiIn, geminiOut)
+		return nil
+	})
 }
 
 // realtimeInput takes the caller's audio at the rate its MIME type names
@@ -226,4 +234,20 @@ func (g *geminiBot) end(c *call, _ string, cut bool) error {
 // activity detection hears the caller over the model's turn.
 func (g *geminiBot) interrupt(c *call) error {
 	return c.write(websocket.MessageBinary, []byte(`{"serverContent":{"interrupted":true}}`))
+}
+
+// narrate sends the transcriptions of both sides, a tool call and a
+// member no LiveServerMessage has.
+func (g *geminiBot) narrate(c *call) error {
+	for _, m := range []string{
+		`{"serverContent":{"inputTranscription":{"text":"Where is my order?"}}}`,
+		`{"serverContent":{"outputTranscription":{"text":"Let me look it up.","finished":true}}}`,
+		`{"toolCall":{"functionCalls":[{"id":"call_1","name":"lookup_order","args":{"order":"A-1"}}]}}`,
+		`{"somethingNew":{"x":1}}`,
+	} {
+		if err := c.write(websocket.MessageBinary, []byte(m)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

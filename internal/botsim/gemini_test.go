@@ -2,7 +2,6 @@ package botsim_test
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -12,33 +11,18 @@ import (
 	"github.com/voxhost/voxhost/internal/botsim"
 )
 
-// readBinaryJSON reads the next message, which the Live API sends as a
-// binary frame of JSON.
-func readBinaryJSON(t *testing.T, conn *websocket.Conn) map[string]any {
-	t.Helper()
-	typ, msg, err := conn.Read(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if typ != websocket.MessageBinary || json.Unmarshal(msg, &m) != nil {
-		t.Fatalf("want a JSON binary message, got %v %.80q", typ, msg)
-	}
-	return m
-}
-
 // The simulator answers setup with setupComplete and echoes 16 kHz audio
 // at the API's 24 kHz, a part of a modelTurn.
 func TestGeminiSetupThenEcho(t *testing.T) {
 	sim, url := botsim.Start(t, botsim.Config{})
 	conn := dial(t, url+"/gemini", nil)
 	send(t, conn, `{"setup":{"model":"models/gemini-live-2.5-flash","generationConfig":{"responseModalities":["AUDIO"]}}}`)
-	if m := readBinaryJSON(t, conn); m["setupComplete"] == nil {
+	if m := readJSON(t, conn, websocket.MessageBinary); m["setupComplete"] == nil {
 		t.Fatalf("first answer %v, want setupComplete", m)
 	}
 	pcm := make([]byte, 640) // 20 ms at 16 kHz
 	send(t, conn, `{"realtimeInput":{"audio":{"mimeType":"audio/pcm;rate=16000","data":"`+base64.StdEncoding.EncodeToString(pcm)+`"}}}`)
-	m := readBinaryJSON(t, conn)
+	m := readJSON(t, conn, websocket.MessageBinary)
 	parts := m["serverContent"].(map[string]any)["modelTurn"].(map[string]any)["parts"].([]any)
 	blob := parts[0].(map[string]any)["inlineData"].(map[string]any)
 	audio, _ := base64.StdEncoding.DecodeString(blob["data"].(string))
