@@ -325,6 +325,15 @@ func (l *Lease) charge() {
 	} else {
 		ns = now - l.chargedTo
 		l.chargedTo = now
+		if l.call.measured.Load() {
+			// Another of the call's leases switched it to thread CPU time
+			// while this hold ran in wall time, which on a starved machine
+			// is mostly time descheduled: a passthrough call's two leases
+			// charged 50% of a core this way, at a load average of 20, and
+			// were bypassed for it. The work's own CPU counts from its next
+			// hold.
+			return
+		}
 	}
 	if ns <= 0 {
 		return

@@ -305,6 +305,27 @@ func TestAWallTimeChargeOverMeasureAboveIsMeasuredAfter(t *testing.T) {
 	}
 }
 
+// TestAHoldInWallTimeEndsUnchargedOnceTheCallIsMeasured: of a call's two
+// leases, one holds its slot in wall time while the other's charge makes
+// the call measured; what the first held in wall time is not charged
+// after the switch, since on a starved machine it is time descheduled.
+func TestAHoldInWallTimeEndsUnchargedOnceTheCallIsMeasured(t *testing.T) {
+	s := New(Options{Slots: 2, MeasureAbove: 0.01})
+	c := s.NewCall(nil)
+	in, out := c.NewLease(), c.NewLease()
+	out.Acquire(Now())
+	in.Acquire(Now())
+	time.Sleep(20 * time.Millisecond) // the work under test: holds that use no CPU
+	in.Release()
+	if !c.measured.Load() || c.Usage() != 0 {
+		t.Fatalf("after 20 ms of wall time over a 10 ms mark: measured %v, use %v; want measured and the window emptied", c.measured.Load(), c.Usage())
+	}
+	out.Release()
+	if u := c.Usage(); u >= 0.005 {
+		t.Fatalf("the other lease's 20 ms in wall time charged %.1f ms after the call was measured", u*1000)
+	}
+}
+
 func TestAcquireReleaseAllocatesNothing(t *testing.T) {
 	s := New(Options{Slots: 1})
 	l := s.NewCall(nil).NewLease()
