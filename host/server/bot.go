@@ -66,6 +66,9 @@ type botLeg struct {
 	// audioMs is the bot's audio cut into frames so far: the time of the
 	// outbound plugins' events.
 	audioMs int64
+	// keysDropped says the bot pressed a key the caller's protocol cannot
+	// carry, which the log has said.
+	keysDropped bool
 
 	// clearOutbound asks the bot reader to deliver EventClear to the
 	// outbound plugins and drop the frame it holds, before its next frame:
@@ -381,6 +384,10 @@ func (b *botLeg) read() {
 			b.queue.mark(b.msg.Mark, c)
 		case transport.KindClear:
 			c.bargeIn(bargeInBot)
+		case transport.KindDTMF:
+			if !b.digit(b.msg.Digit, t0) {
+				return
+			}
 		case transport.KindStop:
 			b.hangUp("the bot ended the stream")
 			return
