@@ -41,6 +41,9 @@ APT_TOOLS += /usr/include/soxr.h:libsoxr-dev /usr/include/speex/speex_resampler.
 
 # SIPp (Debian's sip-tester) places the SIP trunk tests' calls.
 APT_TOOLS += sipp:sip-tester
+# baresip calls in as a phone would (hold, BYE, CANCEL, a bot's keys); its
+# core package has the headless aufile and aubridge modules the tests use.
+APT_TOOLS += baresip:baresip-core
 toolchains:
 	@missing=""; \
 	for tool in $(APT_TOOLS); do \

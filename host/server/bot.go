@@ -67,6 +67,9 @@ type botLeg struct {
 	// audioMs is the bot's audio cut into frames so far: the time of the
 	// outbound plugins' events.
 	audioMs int64
+	// keysDropped says the bot pressed a key the caller's protocol cannot
+	// carry, which the log has said.
+	keysDropped bool
 
 	// clearOutbound asks the bot reader to deliver EventClear to the
 	// outbound plugins and drop the frame it holds, before its next frame:
@@ -413,6 +416,10 @@ func (b *botLeg) read() {
 			c.bargeIn(bargeInBot)
 		case transport.KindReady:
 			if !b.setupDone() {
+				return
+			}
+		case transport.KindDTMF:
+			if !b.digit(b.msg.Digit, t0) {
 				return
 			}
 		case transport.KindStop:

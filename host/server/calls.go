@@ -34,6 +34,9 @@ type CallSummary struct {
 	// its start message carries one (Twilio's CallSid), so not always ID.
 	Recorded    []string `json:"recorded,omitempty"`
 	RecordingID string   `json:"recording_id,omitempty"`
+	// Media is what the caller leg's RTP says (a SIP call's loss and
+	// jitter, both ways); nil for a leg without (MediaReporter).
+	Media *MediaStats `json:"media,omitempty"`
 }
 
 // callView is what a call publishes for Calls once its stream started:
@@ -63,6 +66,12 @@ func (s *Server) Calls() []CallSummary {
 			cs.Inbound = v.in.Costs()
 			if v.out != nil {
 				cs.Outbound = v.out.Costs()
+			}
+		}
+		if e, ok := c.conn.(extLeg); ok {
+			if r, ok := e.l.(MediaReporter); ok {
+				st := r.MediaStats()
+				cs.Media = &st
 			}
 		}
 		out = append(out, cs)

@@ -31,6 +31,39 @@ type Leg interface {
 	Close(reason string)
 }
 
+// MediaReporter is implemented by a Leg whose transport keeps figures of
+// its own (SIP's RTP and RTCP): Calls shows them with the call, as its
+// Media, for the console.
+type MediaReporter interface {
+	// MediaStats says what the leg's media did so far; it is called
+	// from other goroutines than the call's.
+	MediaStats() MediaStats
+}
+
+// MediaStats is what a call's RTP says so far: of the peer's stream as
+// the host received it, and (from the peer's RTCP reports) of the host's
+// as the peer did.
+type MediaStats struct {
+	// Packets counts the RTP packets received; Lost those that never
+	// came, Late those that came after their turn, Concealed the frames
+	// played in place of a missing packet.
+	Packets   uint64 `json:"packets"`
+	Lost      uint64 `json:"lost"`
+	Late      uint64 `json:"late"`
+	Concealed uint64 `json:"concealed"`
+	// JitterMs is the peer's stream's interarrival jitter (RFC 3550);
+	// BufferMs the jitter buffer's mean depth.
+	JitterMs float64 `json:"jitter_ms"`
+	BufferMs float64 `json:"buffer_ms"`
+	// PeerReports counts the peer's RTCP reports of the host's stream;
+	// PeerLostPercent and PeerJitterMs are what the last one said.
+	PeerReports     int     `json:"peer_reports"`
+	PeerLostPercent float64 `json:"peer_lost_percent"`
+	PeerJitterMs    float64 `json:"peer_jitter_ms"`
+	// Held says the peer has the call on hold.
+	Held bool `json:"held"`
+}
+
 // Refusal says why Admit did not admit a call, in the terms every
 // protocol's refusal is counted in (voxhost_calls_rejected_total).
 type Refusal struct {

@@ -69,6 +69,9 @@ type playout struct {
 type queuedMark struct {
 	pos  int64 // pushed when the mark came
 	name string
+	// digit, when not 0, makes it a key the bot pressed rather than a
+	// mark: the caller gets it once the audio before it has played.
+	digit byte
 }
 
 // maxMarks bounds the marks a call holds, queued or sent: a bot that sends
@@ -270,6 +273,21 @@ func (q *playout) mark(name string, c *call) {
 	signal(q.wake)
 }
 
+// digit queues a key the bot pressed after the audio queued so far, for
+// a caller whose protocol carries keys. It counts against maxMarks; past
+// it the key is dropped.
+func (q *playout) digit(d byte, c *call) {
+	q.mu.Lock()
+	if len(q.marks)+len(q.sent) >= maxMarks {
+		q.mu.Unlock()
+		c.log.Warn("the bot pressed more keys than the host holds: dropped", "limit", maxMarks, "digit", string(d))
+		return
+	}
+	q.marks = append(q.marks, queuedMark{pos: q.pushed, digit: d})
+	q.mu.Unlock()
+	signal(q.wake)
+}
+
 // played takes name from the marks sent to the caller and says whether it
 // was one.
 func (q *playout) played(name string) bool {
@@ -302,7 +320,9 @@ func (q *playout) clear(dropsMarks bool) (heardMs int64, cleared []string) {
 	q.size, q.head = 0, 0
 	q.gen.Add(1)
 	for _, m := range q.marks {
-		cleared = append(cleared, m.name)
+		if m.digit == 0 { // the keys go with the audio before them
+			cleared = append(cleared, m.name)
+		}
 	}
 	q.marks = q.marks[:0]
 	if dropsMarks {
@@ -337,21 +357,27 @@ func (q *playout) pause(on bool) {
 func (q *playout) unplayedMarks() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.marks) + len(q.sent)
+	n := len(q.sent)
+	for _, m := range q.marks {
+		if m.digit == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // step is what the playout goroutine does next.
 type step struct {
 	n     int           // bytes of audio to send, in the frame buffer
 	gen   uint64        // the queue's generation the audio was taken in
-	marks []string      // marks reached, after the audio before them
+	marks []queuedMark  // marks and keys reached, after the audio before them
 	wait  time.Duration // nothing is due before this long
 	idle  bool          // nothing is queued
 	ended bool          // the bot hung up and all it said was sent
 }
 
 // next fills frame with the audio due at now, or says what is next.
-func (q *playout) next(frame []byte, now time.Time, marks []string) step {
+func (q *playout) next(frame []byte, now time.Time, marks []queuedMark) step {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.writing {
@@ -368,8 +394,8 @@ func (q *playout) next(frame []byte, now time.Time, marks []string) step {
 			}
 			break
 		}
-		marks = append(marks, q.marks[0].name)
-		if q.buffers {
+		marks = append(marks, q.marks[0])
+		if q.buffers && q.marks[0].digit == 0 {
 			q.sent = append(q.sent, q.marks[0].name)
 		}
 		q.marks = append(q.marks[:0], q.marks[1:]...)
@@ -422,7 +448,7 @@ func (c *call) playout() {
 	frame := make([]byte, q.chunk)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	var marks []string
+	var marks []queuedMark
 	for {
 		st := q.next(frame, time.Now(), marks[:0])
 		switch {
@@ -455,8 +481,8 @@ func (c *call) playout() {
 				return
 			}
 		}
-		for _, name := range st.marks {
-			if !c.markReached(name) {
+		for _, m := range st.marks {
+			if !c.reached(m) {
 				return
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/server"
 	"github.com/voxhost/voxhost/host/transport"
 )
 
@@ -99,9 +100,13 @@ type media struct {
 	ctl    chan [2]byte
 	ended  chan struct{}
 	endErr error
-	once   sync.Once
-	bye    func(reason string)
-	closed atomic.Bool
+	// byeReason, with hostEnded, is why the host ended the call: shutdown
+	// sends the BYE.
+	byeReason string
+	hostEnded bool
+	once      sync.Once
+	bye       func(reason string)
+	closed    atomic.Bool
 	// ignored counts the packets dropped before the jitter buffer.
 	ignored atomic.Uint64
 
@@ -478,6 +483,31 @@ func (md *media) sendEventLocked(to netip.AddrPort) {
 	}
 }
 
+// finishDigits sends the rest of the telephone-events the host still
+// owes, at their pace (a packet a frame), before the host's BYE: a bot
+// that presses a key and hangs up must not lose the key, or leave the
+// peer without its end, with the call's last ticks. A peer that reads
+// its BYE before RTP that came just before it (baresip) would miss the
+// end if it were sent in a burst. It takes at most maxControls keys of
+// eventTicks frames (1.6 s).
+func (md *media) finishDigits() {
+	tick := time.NewTicker(frameMs * time.Millisecond)
+	defer tick.Stop()
+	for {
+		md.send.Lock()
+		md.mu.Lock()
+		to, held := md.remote, md.held
+		md.mu.Unlock()
+		if len(md.digits) == 0 || held || !to.IsValid() || to.Port() == 0 {
+			md.send.Unlock()
+			return
+		}
+		md.sendEventLocked(to)
+		md.send.Unlock()
+		<-tick.C
+	}
+}
+
 // sendReportLocked sends a sender report with a reception report of the
 // peer's stream, and says whether it had the peer's stream to report.
 func (md *media) sendReportLocked(to netip.AddrPort, now time.Time) bool {
@@ -507,6 +537,27 @@ func (md *media) sendReportLocked(to netip.AddrPort, now time.Time) bool {
 	return have
 }
 
+// MediaStats says what the call's RTP did so far, for the console's view
+// of the call (server.MediaReporter): the peer's stream as received, and
+// the peer's last RTCP report of the host's.
+func (md *media) MediaStats() server.MediaStats {
+	md.mu.Lock()
+	defer md.mu.Unlock()
+	st := md.jb.stats
+	ms := server.MediaStats{Packets: st.Received, Lost: st.Lost, Late: st.Late, Concealed: st.Concealed,
+		JitterMs: st.Jitter / 8, BufferMs: meanDepthMs(st), PeerReports: md.reports, Held: md.held}
+	if md.reports > 0 {
+		ms.PeerLostPercent, ms.PeerJitterMs = peerFigures(md.peerReport)
+	}
+	return ms
+}
+
+// peerFigures are what a peer's RTCP reception report says of the host's
+// stream: the fraction lost, in percent, and the jitter, in ms.
+func peerFigures(r rtcp.ReceptionReport) (lostPercent, jitterMs float64) {
+	return float64(r.FractionLost) / 256 * 100, float64(r.Jitter) / 8
+}
+
 // ntpTime is t as RTCP's 64-bit NTP timestamp.
 func ntpTime(t time.Time) uint64 {
 	const ntpEpochOffset = 2208988800
@@ -523,21 +574,21 @@ func (md *media) fail(err error) error {
 	return err
 }
 
-// Close ends the call from the host's side: the BYE goes out, and the
-// call loop's next read returns.
+// Close ends the call from the host's side: the call loop's next read
+// returns, and shutdown sends the BYE once the keys the host was
+// pressing have ended.
 func (md *media) Close(reason string) { md.end(io.ErrUnexpectedEOF, reason, true) }
 
 // peerEnded ends the call from the peer's side (its BYE).
 func (md *media) peerEnded() { md.end(io.EOF, "", false) }
 
-// end records why the call ended and wakes the call loop, once.
+// end records why the call ended and wakes the call loop, once; sendBye
+// says the host ended it, so that shutdown sends the BYE.
 func (md *media) end(err error, reason string, sendBye bool) {
 	md.once.Do(func() {
 		md.endErr = err
+		md.byeReason, md.hostEnded = reason, sendBye
 		close(md.ended)
-		if sendBye && md.bye != nil {
-			go md.bye(reason)
-		}
 	})
 }
 
@@ -545,7 +596,13 @@ func (md *media) end(err error, reason string, sendBye bool) {
 // what its media did.
 func (md *media) shutdown() mediaStats {
 	md.end(io.EOF, "", false)
-	md.closed.Store(true)
+	if md.closed.CompareAndSwap(false, true) && md.hostEnded {
+		// The keys the host was pressing end before the call does.
+		md.finishDigits()
+		if md.bye != nil {
+			go md.bye(md.byeReason)
+		}
+	}
 	_ = md.rtp.Close()
 	_ = md.rtcp.Close()
 	md.ports.release(md.port)
@@ -553,8 +610,7 @@ func (md *media) shutdown() mediaStats {
 	defer md.mu.Unlock()
 	st := mediaStats{jitterStats: md.jb.stats, Ignored: md.ignored.Load(), PeerReports: md.reports, Failure: md.failure}
 	if md.reports > 0 {
-		st.PeerLostPercent = float64(md.peerReport.FractionLost) / 256 * 100
-		st.PeerJitterMs = float64(md.peerReport.Jitter) / 8
+		st.PeerLostPercent, st.PeerJitterMs = peerFigures(md.peerReport)
 	}
 	md.m.rtpLost.Add(float64(st.Lost))
 	md.m.rtpLate.Add(float64(st.Late))

@@ -204,7 +204,8 @@ func TestMediaDigitsBothWays(t *testing.T) {
 
 // TestMediaReportsAndTimeout: the host sends RTCP sender reports with a
 // reception report of the peer's stream, takes the peer's reports into
-// its record, and a peer that stops sending ends the call.
+// its record and its live figures, and a peer that stops sending ends the
+// call.
 func TestMediaReportsAndTimeout(t *testing.T) {
 	p := newPeer(t)
 	m := newMetrics(prometheus.NewRegistry())
@@ -277,6 +278,10 @@ func TestMediaReportsAndTimeout(t *testing.T) {
 	})
 	var rb []byte
 	waitFor(t, "a receiver report", func() bool { return testutil.ToFloat64(m.rtcp.WithLabelValues("rr")) >= 1 })
+	// What the console shows of the live call says the same.
+	if live := md.MediaStats(); live.Packets < 1 || live.PeerReports != 1 || live.PeerLostPercent != 25 || live.PeerJitterMs != 10 || live.Held {
+		t.Fatalf("live media %+v, want the packets received and the peer's report: 25%% lost, 10 ms jitter", live)
+	}
 	st := md.shutdown()
 	if !errors.Is(st.Failure, errMediaTimeout) {
 		t.Fatalf("ended by %v, want the media timeout", st.Failure)
@@ -318,4 +323,37 @@ func TestMediaFramePathAllocatesNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%v allocations a frame", allocs)
 	}
+}
+
+// TestMediaFinishesAKeyAtHangUp: a key the host was asked to press just
+// before it ends the call still goes out whole, at its pace, its end three
+// times, and the BYE only after it.
+func TestMediaFinishesAKeyAtHangUp(t *testing.T) {
+	p := newPeer(t)
+	md, _, _ := testMedia(t, p)
+	bye := make(chan struct{})
+	md.bye = func(string) { close(bye) }
+	if err := md.WriteMessage(transport.Text, []byte("d9")); err != nil {
+		t.Fatal(err)
+	}
+	md.Close("the bot hung up")
+	go md.shutdown()
+	var ends int
+	for ends < 3 {
+		pkt := p.recv(101)
+		if pkt.Payload[0] != 9 {
+			t.Fatalf("event %d, want 9", pkt.Payload[0])
+		}
+		if pkt.Payload[1]&0x80 != 0 {
+			ends++
+		}
+		select {
+		case <-bye:
+			if ends < 3 {
+				t.Fatalf("the BYE went out with %d of the key's 3 ends sent", ends)
+			}
+		default:
+		}
+	}
+	<-bye
 }

@@ -45,8 +45,8 @@ func (p protocol) NewSession(cfg transport.SessionConfig) (transport.Session, er
 }
 
 // session decodes what the media leg hands the call loop and renders
-// what the host sends the peer: audio, and a plugin's DTMF as a
-// telephone-event.
+// what the host sends the peer: audio, and a plugin's or a bot's DTMF as
+// a telephone-event.
 type session struct {
 	format codec.Format
 	digit  [2]byte
@@ -97,10 +97,19 @@ func (s *session) Event(_, name string, data []byte, _ int64) (transport.Message
 		return 0, nil, false
 	}
 	var d string
-	if err := json.Unmarshal(data, &d); err != nil || len(d) != 1 || eventCode(d[0]) < 0 {
+	if err := json.Unmarshal(data, &d); err != nil || len(d) != 1 {
 		return 0, nil, false
 	}
-	s.digit = [2]byte{ctlDigit, d[0]}
+	return s.Digit(d[0])
+}
+
+// Digit renders a key the bot pressed as a telephone-event for the peer
+// (transport.DigitSender).
+func (s *session) Digit(d byte) (transport.MessageType, []byte, bool) {
+	if eventCode(d) < 0 {
+		return 0, nil, false
+	}
+	s.digit = [2]byte{ctlDigit, d}
 	return transport.Text, s.digit[:], true
 }
 

@@ -10,7 +10,8 @@ import (
 
 // TestSessionCarriesDigitsAndHold: the call loop reads the media's frames,
 // digits and holds; a plugin's dtmf event goes back as a digit for the
-// media to send as telephone-events, and other events have no place.
+// media to send as telephone-events, as does a bot's key, and other
+// events have no place.
 func TestSessionCarriesDigitsAndHold(t *testing.T) {
 	s, err := protocol{format: codec.Telephony}.NewSession(transport.SessionConfig{MaxFrameMs: 100})
 	if err != nil {
@@ -41,6 +42,17 @@ func TestSessionCarriesDigitsAndHold(t *testing.T) {
 		if _, _, ok := s.Event("dtmf", abi.EmitDTMF, []byte(data), 0); ok {
 			t.Fatalf("dtmf event %s rendered", data)
 		}
+	}
+	// A bot's key, through transport.DigitSender.
+	ds, ok := s.(transport.DigitSender)
+	if !ok {
+		t.Fatal("the SIP session carries no bot's keys")
+	}
+	if typ, msg, ok := ds.Digit('9'); !ok || typ != transport.Text || string(msg) != "d9" {
+		t.Fatalf("bot digit rendered %v %q %v", typ, msg, ok)
+	}
+	if _, _, ok := ds.Digit('x'); ok {
+		t.Fatal("a bot's x rendered as a key")
 	}
 	if _, _, ok := s.Event("vad", abi.EmitSpeechStart, nil, 0); ok {
 		t.Fatal("speech_start rendered for RTP")

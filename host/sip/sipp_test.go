@@ -99,6 +99,39 @@ func startHost(t *testing.T, yaml string) *host {
 	return &host{h: h, sip: h.SIPAddr(), http: addr.String(), logs: logs}
 }
 
+// passthroughEcho is a config's routes: echo, which passes the audio
+// through.
+const passthroughEcho = `
+pipelines:
+  echo: [{plugin: passthrough}]
+`
+
+// sipHost starts a host whose sip section is the tests' own (SIP on a
+// loopback port, an RTP range of the test's, loopback as the one trunk)
+// with sipKeys added to it, each indented two spaces, and rest (routes,
+// limits) after it.
+func sipHost(t *testing.T, sipKeys, rest string) *host {
+	t.Helper()
+	return startHost(t, `
+sip:
+  listen: 127.0.0.1:0
+  rtp_port_min: RTP_MIN
+  rtp_port_max: RTP_MAX
+  trunks:
+    local: {sources: ["127.0.0.1"]}
+`+sipKeys+rest)
+}
+
+// completeCall runs a SIPp scenario that calls route and waits for the
+// host to count the call completed.
+func (h *host) completeCall(t *testing.T, scenario, route string, args ...string) {
+	t.Helper()
+	h.sipp(t, scenario, append([]string{"-key", "route", route}, args...)...)
+	sip.WaitFor(t, "the call to end", func() bool {
+		return h.metric(t, `voxhost_calls_total{outcome="completed",protocol="sip"}`) == 1
+	})
+}
+
 // metric reads one sample of the host's /metrics, 0 if absent.
 func (h *host) metric(t *testing.T, line string) float64 {
 	t.Helper()
@@ -269,20 +302,11 @@ func (b *bot) done() bool {
 // digit through an echo route: the call is answered, the host sends back
 // as many packets as it got, and the call ends by the caller's BYE.
 func TestSIPpEchoCall(t *testing.T) {
-	h := startHost(t, `
-sip:
-  listen: 127.0.0.1:0
-  rtp_port_min: RTP_MIN
-  rtp_port_max: RTP_MAX
-  trunks:
-    local: {sources: ["127.0.0.1/32"]}
+	h := sipHost(t, "", `
 pipelines:
   echo: [{plugin: gain, config: {db: -6}}]
 `)
-	h.sipp(t, "uac_pcap.xml", "-key", "route", "echo")
-	sip.WaitFor(t, "the call to end", func() bool {
-		return h.metric(t, `voxhost_calls_total{outcome="completed",protocol="sip"}`) == 1
-	})
+	h.completeCall(t, "uac_pcap.xml", "echo")
 	in, out := h.metric(t, `voxhost_rtp_packets_total{direction="in"}`), h.metric(t, `voxhost_rtp_packets_total{direction="out"}`)
 	speech := len(pcapPayloads(t, speechPcap))
 	if in < float64(speech) || out < float64(speech) {
@@ -302,13 +326,7 @@ pipelines:
 // parameter (in its URL and its start event).
 func TestSIPpRelayToBot(t *testing.T) {
 	b := newBot(t)
-	h := startHost(t, fmt.Sprintf(`
-sip:
-  listen: 127.0.0.1:0
-  rtp_port_min: RTP_MIN
-  rtp_port_max: RTP_MAX
-  trunks:
-    local: {sources: ["127.0.0.1"]}
+	h := sipHost(t, "", fmt.Sprintf(`
 pipelines:
   relay:
     inbound: [{plugin: gain, config: {db: -6}}]
@@ -383,39 +401,19 @@ func TestSIPpHold(t *testing.T) {
 }
 
 func testSIPpHold(t *testing.T, transport string) {
-	h := startHost(t, `
-sip:
-  listen: 127.0.0.1:0
-  rtp_port_min: RTP_MIN
-  rtp_port_max: RTP_MAX
-  media_timeout: 1s
-  trunks:
-    local: {sources: ["127.0.0.1"]}
+	h := sipHost(t, "  media_timeout: 1s\n", `
 limits:
   idle_timeout: 1s
 pipelines:
   echo: [{plugin: passthrough}]
 `)
-	h.sipp(t, "hold.xml", "-key", "route", "echo", "-t", transport)
-	sip.WaitFor(t, "the call to end", func() bool {
-		return h.metric(t, `voxhost_calls_total{outcome="completed",protocol="sip"}`) == 1
-	})
+	h.completeCall(t, "hold.xml", "echo", "-t", transport)
 }
 
 // TestSIPpByeFromHost has the host hang up, on its media timeout: the
 // caller sent no RTP. The caller answers the host's BYE.
 func TestSIPpByeFromHost(t *testing.T) {
-	h := startHost(t, `
-sip:
-  listen: 127.0.0.1:0
-  rtp_port_min: RTP_MIN
-  rtp_port_max: RTP_MAX
-  media_timeout: 1s
-  trunks:
-    local: {sources: ["127.0.0.1"]}
-pipelines:
-  echo: [{plugin: passthrough}]
-`)
+	h := sipHost(t, "  media_timeout: 1s\n", passthroughEcho)
 	h.sipp(t, "bye_from_host.xml", "-key", "route", "echo")
 	if !strings.Contains(h.logs.String(), "no RTP from the peer") {
 		t.Fatal("the host's log does not say why it hung up")
@@ -425,16 +423,16 @@ pipelines:
 // TestSIPpCancel cancels a call while the host rings: 487 for the INVITE,
 // and the call slot comes back.
 func TestSIPpCancel(t *testing.T) {
-	h := startHost(t, `
-sip:
-  listen: 127.0.0.1:0
-  rtp_port_min: RTP_MIN
-  rtp_port_max: RTP_MAX
-  trunks:
-    local: {sources: ["127.0.0.1"]}
-pipelines:
-  echo: [{plugin: passthrough}]
-`)
+	h := ringingHost(t)
+	h.sipp(t, "cancel.xml", "-key", "route", "echo")
+	h.waitCancelled(t)
+}
+
+// ringingHost starts a host whose calls ring until the caller cancels
+// them.
+func ringingHost(t *testing.T) *host {
+	t.Helper()
+	h := sipHost(t, "", passthroughEcho)
 	sip.SetRinging(func(cancelled <-chan struct{}) {
 		select {
 		case <-cancelled:
@@ -442,8 +440,14 @@ pipelines:
 		}
 	})
 	t.Cleanup(func() { sip.SetRinging(nil) })
-	h.sipp(t, "cancel.xml", "-key", "route", "echo")
-	sip.WaitFor(t, "the call slot to come back", func() bool {
+	return h
+}
+
+// waitCancelled waits for the host to answer a cancelled INVITE 487 and
+// give its call slot back.
+func (h *host) waitCancelled(t *testing.T) {
+	t.Helper()
+	sip.WaitFor(t, "the 487 and the call slot", func() bool {
 		return h.metric(t, `voxhost_sip_invite_responses_total{code="487"}`) == 1 && h.metric(t, "voxhost_active_calls") == 0
 	})
 }
@@ -451,18 +455,10 @@ pipelines:
 // TestSIPpRefusals: an unknown route is 404, a source no trunk lists 403,
 // a full host 486 with Retry-After.
 func TestSIPpRefusals(t *testing.T) {
-	h := startHost(t, `
-sip:
-  listen: 127.0.0.1:0
-  rtp_port_min: RTP_MIN
-  rtp_port_max: RTP_MAX
-  trunks:
-    local: {sources: ["127.0.0.1"]}
+	h := sipHost(t, "", `
 limits:
   max_calls: 1
-pipelines:
-  echo: [{plugin: passthrough}]
-`)
+`+passthroughEcho)
 	scenario, err := os.ReadFile(filepath.Join("testdata", "sipp", "refused.xml"))
 	if err != nil {
 		t.Fatal(err)

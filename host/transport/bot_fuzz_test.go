@@ -68,6 +68,9 @@ func FuzzTwilioBotDecode(f *testing.F) {
 			Mark struct {
 				Name string `json:"name"`
 			} `json:"mark"`
+			DTMF struct {
+				Digit string `json:"digit"`
+			} `json:"dtmf"`
 		}
 		// Types encoding/json cannot fit (a mark that is a string) are no
 		// concern where the dialect did not read that member.
@@ -96,6 +99,10 @@ func FuzzTwilioBotDecode(f *testing.F) {
 			if m.Event != "clear" {
 				t.Fatalf("clear, but encoding/json sees event %q", m.Event)
 			}
+		case transport.KindDTMF:
+			if m.Event != "dtmf" || m.DTMF.Digit != string(in.Digit) {
+				t.Fatalf("key %q, but encoding/json sees event %q, digit %q", in.Digit, m.Event, m.DTMF.Digit)
+			}
 		case transport.KindIgnore:
 		default:
 			t.Fatalf("a bot's message decoded as %v", in.Kind)
@@ -104,7 +111,8 @@ func FuzzTwilioBotDecode(f *testing.F) {
 }
 
 // FuzzRawBotDecode checks the raw dialect's bounds on a bot's L16 audio
-// and that a bot's text never decodes to what only a caller may send.
+// and that a bot's text decodes to what a bot may send: a key only as
+// encoding/json reads it.
 func FuzzRawBotDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, binary bool, msg []byte) {
 		b := newBot(t, "raw", l16At24k, nil)
@@ -124,6 +132,11 @@ func FuzzRawBotDecode(f *testing.F) {
 		checkBotDecodeError(t, err, msg, &in)
 		switch in.Kind {
 		case transport.KindIgnore, transport.KindClear, transport.KindStop:
+		case transport.KindDTMF:
+			var m map[string]any // by exact member name, as the dialect reads them
+			if json.Unmarshal(msg, &m) != nil || m["event"] != "dtmf" || m["digit"] != string(in.Digit) {
+				t.Fatalf("key %q, but encoding/json sees %v", in.Digit, m)
+			}
 		case transport.KindMark:
 			if len(in.Mark) > transport.MaxMarkBytes {
 				t.Fatalf("mark of %d bytes passed", len(in.Mark))

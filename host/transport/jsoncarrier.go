@@ -122,8 +122,7 @@ type jsonCarrier struct {
 	// contentType and sampleRate); nil for none.
 	mediaMembers func(dst []byte, f codec.Format) []byte
 	// events are the carrier's further messages, botEvents those it takes
-	// beyond media, mark and clear (none of the carriers here: a bot
-	// dialect's ping or error).
+	// beyond media, mark and clear (Twilio's dtmf, a bot's key press).
 	events, botEvents []jsonEvent
 	// newBot makes the client role's session around the skeleton's.
 	newBot func(b carrierBot) BotSession

@@ -79,9 +79,8 @@ func (r *rawSession) Decode(typ MessageType, msg []byte, in *Inbound) error {
 }
 
 // decodeRawControl reads a text message of the control vocabulary, both
-// roles' events: dtmf, mark, stop and clear. Each role then drops what its
-// peer may not ask for (the server a caller's clear, the client a bot's
-// dtmf).
+// roles' events: dtmf, mark, stop and clear. The server role then drops
+// what a caller may not ask for (a clear).
 func decodeRawControl(msg []byte, in *Inbound) error {
 	var event, digit, name []byte
 	var hasEvent bool

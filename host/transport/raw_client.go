@@ -20,9 +20,11 @@ import (
 //	{"event":"stop"}                                   the caller hung up
 //
 // From the bot: audio, {"event":"mark","name":"x"}, {"event":"clear"}
-// (drop the audio queued for the caller) and {"event":"stop"}; other
-// events, a dtmf among them, are ignored. The stream id is the call id
-// when the caller leg has none.
+// (drop the audio queued for the caller), {"event":"dtmf","digit":"5"}
+// (a key the bot presses: the caller gets it after the audio the bot sent
+// before it, where the caller's protocol carries keys, as SIP's RFC 4733
+// telephone-events do) and {"event":"stop"}; other events are ignored.
+// The stream id is the call id when the caller leg has none.
 func init() { RegisterDialect(rawDialect{}) }
 
 type rawDialect struct{}
@@ -92,19 +94,14 @@ func (r *rawBot) Stop() (MessageType, []byte, bool) {
 }
 
 // Decode reads the bot's audio as it is, and its events with the server
-// role's reader, keeping what a bot may ask: mark, clear and stop.
+// role's reader: mark, clear, dtmf and stop.
 func (r *rawBot) Decode(typ MessageType, msg []byte, in *Inbound) error {
 	*in = Inbound{}
 	switch typ {
 	case Binary:
 		return binaryBotAudio(rawName, msg, r.cfg.MaxAudio, r.cfg.Format, in)
 	case Text:
-		err := decodeRawControl(msg, in)
-		if in.Kind == KindDTMF {
-			// The caller's keys are the host's to send; a bot has none.
-			*in = Inbound{}
-		}
-		return err
+		return decodeRawControl(msg, in)
 	}
 	return protocolErrorf(rawName, "message of unknown WebSocket type %d", int(typ))
 }

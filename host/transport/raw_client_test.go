@@ -87,8 +87,8 @@ func TestRawDialectDecode(t *testing.T) {
 		{transport.Binary, string(pcm), transport.Inbound{Kind: transport.KindAudio, Audio: pcm}},
 		{transport.Text, `{"event":"mark","name":"reply \"1\""}`, transport.Inbound{Kind: transport.KindMark, Mark: `reply "1"`}},
 		{transport.Text, `{"event":"clear"}`, transport.Inbound{Kind: transport.KindClear}},
-		// A key press is the caller's; a bot sending one is passed over.
-		{transport.Text, `{"event":"dtmf","digit":"5"}`, transport.Inbound{Kind: transport.KindIgnore}},
+		// A key the bot presses, for the caller.
+		{transport.Text, `{"event":"dtmf","digit":"5"}`, transport.Inbound{Kind: transport.KindDTMF, Digit: '5'}},
 		{transport.Text, `{"event":"hello","version":2}`, transport.Inbound{Kind: transport.KindIgnore}},
 		{transport.Text, `{"event":"stop"}`, transport.Inbound{Kind: transport.KindStop}},
 	})
@@ -102,6 +102,8 @@ func TestRawDialectErrors(t *testing.T) {
 		{"not JSON", transport.Text, "clear", "raw: invalid JSON at byte 0: expected a value", false},
 		{"no event", transport.Text, `{"name":"x"}`, `raw: text message without an "event" member`, false},
 		{"mark without a name", transport.Text, `{"event":"mark"}`, `raw: mark message without a string "name"`, false},
+		{"dtmf without a digit", transport.Text, `{"event":"dtmf"}`, `raw: dtmf message without a string "digit"`, false},
+		{"dtmf not a key", transport.Text, `{"event":"dtmf","digit":"E"}`, `raw: dtmf digit "E" is not one of 0-9 * # A-D`, false},
 		{"mark name too long", transport.Text, `{"event":"mark","name":"` + strings.Repeat("n", transport.MaxMarkBytes+1) + `"}`,
 			"raw: mark name of 257 bytes is longer than 256", true},
 		{"unknown message type", 3, "x", "raw: message of unknown WebSocket type 3", false},

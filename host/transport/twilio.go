@@ -29,6 +29,12 @@ var twilio = newJSONCarrier(jsonCarrier{
 	binaryFromBot:  "binary message from a Twilio bot",
 	start:          twilioStart,
 	newBot:         func(b carrierBot) BotSession { return &twilioBot{b} },
+	// A bot's key press, in the shape of the dtmf message Twilio sends:
+	// voxhost's own addition (Twilio takes none), for a caller whose
+	// protocol carries keys.
+	botEvents: []jsonEvent{{event: "dtmf", decode: func(msg []byte, in *Inbound) error {
+		return decodeCarrierDTMF(twilioName, msg, in)
+	}}},
 })
 
 func init() {

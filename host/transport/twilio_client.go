@@ -17,8 +17,12 @@ import (
 // stop. Every message but connected counts up in sequenceNumber from "1",
 // as Twilio's do; media counts its chunks from "1" and stamps each with
 // the ms of audio sent before it. From the bot: media, mark and clear;
-// anything else is ignored, as Twilio ignores it. The bot's streamSid is
-// not checked: a bot serves the one stream its socket carries.
+// anything else is ignored, as Twilio ignores it, but for one addition of
+// voxhost's: a dtmf message shaped as Twilio's own
+// ({"event":"dtmf","dtmf":{"digit":"5"}}) is a key the bot presses, which
+// a caller whose protocol carries keys (SIP) gets after the audio sent
+// before it. The bot's streamSid is not checked: a bot serves the one
+// stream its socket carries.
 //
 // The bot learns of a barge-in the host detects only as Twilio would tell
 // it: by its marks coming back early, which the call loop sends through

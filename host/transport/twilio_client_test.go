@@ -107,7 +107,8 @@ func TestTwilioDialectConformance(t *testing.T) {
 // page lets a server of a bidirectional stream send Twilio (its "WebSocket
 // messages to Twilio"), shaped as its examples: media with a base64
 // payload, mark (returned once the media sent before it has played) and
-// clear (which drops the media Twilio has buffered).
+// clear (which drops the media Twilio has buffered); and the dtmf voxhost
+// takes besides.
 func TestTwilioDialectDecodesWhatBotsSend(t *testing.T) {
 	b := newBot(t, "twilio", codec.Telephony, nil)
 	frame, odd := tone(0, 160), tone(0, 37)
@@ -127,6 +128,9 @@ func TestTwilioDialectDecodesWhatBotsSend(t *testing.T) {
   "event": "clear",
   "streamSid": "` + streamSid + `"
 }`, transport.Inbound{Kind: transport.KindClear}},
+		// voxhost's one addition: a key the bot presses, shaped as the
+		// dtmf message Twilio sends.
+		{text, `{"event":"dtmf","streamSid":"` + streamSid + `","dtmf":{"digit":"#"}}`, transport.Inbound{Kind: transport.KindDTMF, Digit: '#'}},
 		// Twilio accepts nothing else; a bot's stop or a future event is
 		// passed over, as Twilio would.
 		{text, `{"event":"stop","streamSid":"` + streamSid + `"}`, transport.Inbound{Kind: transport.KindIgnore}},
@@ -193,6 +197,8 @@ func TestTwilioDialectErrors(t *testing.T) {
 		{"empty payload", transport.Text, twilioBotMedia(nil), "twilio: empty audio frame", false},
 		{"payload too long", transport.Text, twilioBotMedia(tone(0, maxAudio+1)), "twilio: audio frame of 1601 bytes exceeds the limit of 1600", false},
 		{"mark without a mark", transport.Text, `{"event":"mark"}`, "twilio: mark message without a mark object", false},
+		{"dtmf without a dtmf", transport.Text, `{"event":"dtmf","digit":"1"}`, "twilio: dtmf message without a dtmf object", false},
+		{"dtmf not a key", transport.Text, `{"event":"dtmf","dtmf":{"digit":"12"}}`, `twilio: dtmf.digit "12" is not one of 0-9 * # A-D`, false},
 		{"mark name too long", transport.Text, `{"event":"mark","mark":{"name":"` + strings.Repeat("m", transport.MaxMarkBytes+1) + `"}}`,
 			"twilio: mark.name of 257 bytes is longer than 256", true},
 	})

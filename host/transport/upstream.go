@@ -70,7 +70,8 @@ type BotSession interface {
 	// Decode parses one message from the bot into in: KindAudio (Audio in
 	// the leg's format, any whole number of samples), KindMark (the bot
 	// wants to know when the audio before it has played), KindClear (drop
-	// the audio queued for the caller: barge-in), KindStop or KindIgnore.
+	// the audio queued for the caller: barge-in), KindDTMF (a key the bot
+	// presses, for the caller: see DigitSender), KindStop or KindIgnore.
 	// Audio decodes without allocating.
 	Decode(typ MessageType, msg []byte, in *Inbound) error
 	// Audio renders caller audio in the leg's format for the bot.

@@ -234,7 +234,7 @@ func TestParseCounts(t *testing.T) {
 // sampleSweep is a sweep with every kind of field filled in.
 func sampleSweep() SweepResult {
 	ok := Result{Calls: 10, Rep: 1, Elapsed: 3 * time.Second, FramesDue: 500, FramesSent: 500, FramesReceived: 500, Throughput: 1,
-		ConnectP50: 2 * time.Millisecond, ConnectP95: 4 * time.Millisecond,
+		ConnectP50: 2 * time.Millisecond, ConnectP95: 4 * time.Millisecond, ConnectP99: 7 * time.Millisecond,
 		RTT: Latency{Count: 500, P50: 300 * time.Microsecond, P90: 400 * time.Microsecond, P99: time.Millisecond,
 			P999: 2 * time.Millisecond, Max: 3 * time.Millisecond, Mean: 350 * time.Microsecond},
 		Server: &ServerStats{RSSBefore: 30 << 20, RSSDuring: 40 << 20, RSSAfter: 35 << 20, CPUPercent: 12.5,
@@ -275,6 +275,9 @@ func TestWriteJSONSchema(t *testing.T) {
 			t.Errorf("points[0].%s = %#v, want a number", key, p0[key])
 		}
 	}
+	if p0["connect_p99_ms"] != 7.0 {
+		t.Errorf("points[0].connect_p99_ms = %#v, want 7", p0["connect_p99_ms"])
+	}
 	rtt, _ := p0["rtt_ms"].(map[string]any)
 	for key, want := range map[string]float64{"p50": 0.3, "p90": 0.4, "p99": 1, "p999": 2, "max": 3, "mean": 0.35} {
 		if got, _ := rtt[key].(float64); math.Abs(got-want) > 1e-9 {
@@ -307,7 +310,7 @@ func TestWriteTableAndPlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"raw ws://h:1, 8 kHz μ-law, 50 fps", "calls", "rtt p50", "p99.9", "srv rss MiB", "40.0", "YES", "50 calls, rep 1: saturated: rtt p99 1500 ms",
+	for _, want := range []string{"raw ws://h:1, 8 kHz μ-law, 50 fps", "calls", "p99 ms", "rtt p50", "p99.9", "srv rss MiB", "40.0", "YES", "50 calls, rep 1: saturated: rtt p99 1500 ms",
 		"2× connect: HTTP 503", "stable maximum: 10 calls", "gc max: the longest of the server's last 256", "idle: 5 connections", "200.0 KiB rss per connection"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -60,7 +60,7 @@ func (sr SweepResult) WriteTable(w io.Writer) error {
 	}
 	if len(sr.Points) > 0 {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "calls\trep\tframes due\tsent\treceived\tfailed\tconn fail\tconnect p50\tp95 ms\t"+
+		fmt.Fprintln(tw, "calls\trep\tframes due\tsent\treceived\tfailed\tconn fail\tconnect p50\tp95\tp99 ms\t"+
 			"rtt p50\tp90\tp99\tp99.9\tmax\tmean ms\tthroughput\tsrv rss MiB\tsrv cpu %\tsteady µs/frame\tgc max ms\tsaturated\t")
 		for _, p := range sr.Points {
 			srvRSS, srvCPU, perFrame, gcMax := "-", "-", "-", "-"
@@ -74,9 +74,9 @@ func (sr SweepResult) WriteTable(w io.Writer) error {
 			if p.Saturated {
 				sat = "YES"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t\n",
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t\n",
 				p.Calls, p.Rep, p.FramesDue, p.FramesSent, p.FramesReceived, p.FramesFailed, p.ConnectionsFailed,
-				ms(p.ConnectP50), ms(p.ConnectP95), ms(p.RTT.P50), ms(p.RTT.P90), ms(p.RTT.P99), ms(p.RTT.P999),
+				ms(p.ConnectP50), ms(p.ConnectP95), ms(p.ConnectP99), ms(p.RTT.P50), ms(p.RTT.P90), ms(p.RTT.P99), ms(p.RTT.P999),
 				ms(p.RTT.Max), ms(p.RTT.Mean), p.Throughput*100, srvRSS, srvCPU, perFrame, gcMax, sat)
 		}
 		if err := tw.Flush(); err != nil {
@@ -145,6 +145,7 @@ type (
 		MarksDropped      int64       `json:"marks_dropped"`
 		ConnectP50Ms      float64     `json:"connect_p50_ms"`
 		ConnectP95Ms      float64     `json:"connect_p95_ms"`
+		ConnectP99Ms      float64     `json:"connect_p99_ms"`
 		RTTMs             jsonLatency `json:"rtt_ms"`
 		SendLagMs         jsonLatency `json:"send_lag_ms"`
 		Throughput        float64     `json:"throughput"`
@@ -229,7 +230,7 @@ func (sr SweepResult) WriteJSON(w io.Writer) error {
 			FramesDue: p.FramesDue, FramesSent: p.FramesSent, FramesReceived: p.FramesReceived, FramesFailed: p.FramesFailed,
 			ConnectionsFailed: p.ConnectionsFailed, ExtraReplies: p.ExtraReplies,
 			MarksReturned: p.MarksReturned, MarksDropped: p.MarksDropped, ConnectP50Ms: msf(p.ConnectP50), ConnectP95Ms: msf(p.ConnectP95),
-			RTTMs: latencyJSON(p.RTT), SendLagMs: latencyJSON(p.SendLag), Throughput: p.Throughput,
+			ConnectP99Ms: msf(p.ConnectP99), RTTMs: latencyJSON(p.RTT), SendLagMs: latencyJSON(p.SendLag), Throughput: p.Throughput,
 			Saturated: p.Saturated, SaturationReasons: nonNil(p.SaturationReasons), Errors: nonNil(p.Errors),
 		}
 		if s := p.Server; s != nil {

@@ -57,9 +57,10 @@ type Result struct {
 	// once the audio before them had played, as Twilio does; MarksDropped
 	// those it did not, because more than 64 were outstanding.
 	MarksReturned, MarksDropped int64
-	// ConnectP50 and ConnectP95 are the times to open a connection (the
-	// HTTP upgrade), over the calls that connected.
-	ConnectP50, ConnectP95 time.Duration
+	// ConnectP50, ConnectP95 and ConnectP99 are the times to open a
+	// connection (the HTTP upgrade; a SIP call's INVITE to its answer and
+	// ACK: its set-up time), over the calls that connected.
+	ConnectP50, ConnectP95, ConnectP99 time.Duration
 	// RTT is the round trip of each answered frame: reply time − send
 	// time.
 	RTT Latency
@@ -411,7 +412,7 @@ func (r *runner) result(elapsed time.Duration) Result {
 	}
 	res.FramesFailed = res.FramesDue - res.FramesReceived
 	res.Throughput = float64(res.FramesReceived) / float64(res.FramesDue)
-	res.ConnectP50, res.ConnectP95 = percentile(connects, 50), percentile(connects, 95)
+	res.ConnectP50, res.ConnectP95, res.ConnectP99 = percentile(connects, 50), percentile(connects, 95), percentile(connects, 99)
 	rtt, lag := newHistogram(), newHistogram()
 	for _, s := range r.shards {
 		rtt.Merge(s.rtt)

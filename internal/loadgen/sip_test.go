@@ -44,7 +44,7 @@ func serveSIP(t testing.TB, s *server.Server) string {
 }
 
 // TestSIPCalls places SIP calls on an echo route: every frame sent as
-// RTP comes back, and the set-up time is measured.
+// RTP comes back, and the set-up time is measured (p50, p95, p99).
 func TestSIPCalls(t *testing.T) {
 	url, s := newVoxhostServer(t, nil)
 	res, err := loadgen.Run(context.Background(), loadgen.Config{Protocol: loadgen.ProtocolSIP, SIPAddr: serveSIP(t, s), URL: url,
@@ -54,5 +54,8 @@ func TestSIPCalls(t *testing.T) {
 	}
 	if res.ConnectionsFailed != 0 || res.FramesFailed != 0 || res.FramesReceived != res.FramesSent || res.FramesSent != 3*100 {
 		t.Fatalf("sent %d, received %d, failed %d frames, %d calls failed", res.FramesSent, res.FramesReceived, res.FramesFailed, res.ConnectionsFailed)
+	}
+	if res.ConnectP50 <= 0 || res.ConnectP99 < res.ConnectP95 || res.ConnectP95 < res.ConnectP50 {
+		t.Fatalf("set-up p50 %v, p95 %v, p99 %v: want 0 < p50 ≤ p95 ≤ p99", res.ConnectP50, res.ConnectP95, res.ConnectP99)
 	}
 }

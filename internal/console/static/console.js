@@ -6,6 +6,7 @@ import {encodeUlaw, decodeUlaw, pcmBytes, pcmSamples, parseWAV, toBase64, fromBa
 import {timeline, waveform, spectrogramImage, eventStyle, peaksOf} from './draw.js';
 import {showRecording, clearRecording} from './recording.js';
 import {setFarEndRoutes, runBody, showFarEnd, clearFarEnd} from './farend.js';
+import {renderMedia} from './media.js';
 
 const settings = JSON.parse(document.getElementById('settings').textContent);
 const $ = (id) => document.getElementById(id);
@@ -574,6 +575,7 @@ function renderCalls(data) {
       row.insertCell().textContent = v;
     }
   }
+  renderMedia(list);
   $('calls-count').textContent = `${list.length} live call${list.length === 1 ? '' : 's'}`;
   const ended = Object.entries(data.ended || {}).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
   $('calls-ended').textContent = ended.length ? 'ended since start: ' + ended.map(([k, v]) => `${k} ${v}`).join(', ') : 'no call has ended since start';
