@@ -3,8 +3,10 @@ package aec_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 
@@ -79,8 +81,29 @@ func convolve(x, h []float64) []float64 {
 // frame, as voxhost run --far-end does.
 func cancel(t testing.TB, config string, mic, far []float64) []float64 {
 	t.Helper()
+	return chain(t, "aec "+config, mic, far, nil)
+}
+
+// clears is a plugin.Sink that keeps the sample (of the chain's input) at
+// which each clear was emitted: a barge-in.
+type clears struct {
+	at  []int
+	now int
+}
+
+func (c *clears) Emit(_, name string, _ []byte) {
+	if name == "clear" {
+		c.at = append(c.at, c.now)
+	}
+}
+
+// chain runs mic through the pipeline spec (whose first stage asks for the
+// reference) with far as its reference, frame for frame; sink, when not
+// nil, hears its events.
+func chain(t testing.TB, spec string, mic, far []float64, sink *clears) []float64 {
+	t.Helper()
 	ctx := context.Background()
-	specs, err := pipeline.ParseSpec("aec " + config)
+	specs, err := pipeline.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +111,19 @@ func cancel(t testing.TB, config string, mic, far []float64) []float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := def.Instantiate(ctx, pipeline.CallConfig{InputRate: rate})
+	var log hosttest.LogBuffer
+	cfg := pipeline.CallConfig{InputRate: rate, Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	if sink != nil {
+		cfg.Sink = sink
+	}
+	defer func() {
+		for _, line := range strings.Split(log.String(), "\n") {
+			if strings.Contains(line, "starts again") {
+				t.Log(line[strings.Index(line, "msg="):])
+			}
+		}
+	}()
+	p, err := def.Instantiate(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +135,9 @@ func cancel(t testing.TB, config string, mic, far []float64) []float64 {
 	var out []byte
 	src := &pipeline.PCM{}
 	for off := 0; off+frameBytes <= len(in); off += frameBytes {
+		if sink != nil {
+			sink.now = (off + frameBytes) / 2 // the frame's events come at its end
+		}
 		src.Frame = in[off : off+frameBytes]
 		p.SetReference(ref[off : off+frameBytes])
 		view, err := p.Process(src)
@@ -189,32 +227,33 @@ func fmtDB(v []float64) string {
 
 // The targets (issue 23): over hybrid-like paths of 40-200 ms delay, -6 to
 // -20 dB and a 30-60 ms tail, ERLE of at least 25 dB within 2 s of the bot
-// starting to talk (bot_8k.wav starts at 0.1 s). Measured (the log): with no
-// delay hint the 260 ms filter is there by 2 s for delays up to 120 ms and
-// by 2.5 s at 200 ms; with the delay_ms hint by 1.5 s. The weak windows are
-// the ends of sentences, where the echo is quiet and low in pitch: this test
-// asks 25 dB of nine windows in ten of the bot talking and 20 dB of all.
+// starting to talk (bot_8k.wav starts at 0.1 s), with or without a delay
+// hint (without one the plugin estimates the delay). The NLP gate is off
+// (nlp_db=0): what is measured is the canceller and its suppressor, not a
+// gate that would fill the echo with comfort noise. The weak windows are
+// the ends of sentences, where the echo is quiet and low in pitch: this
+// test asks 25 dB of nine windows in ten of the bot talking and 20 dB of
+// all, from 2 s on.
 func TestERLEOnEchoOnly(t *testing.T) {
 	far := load(t, "bot_8k.wav")[:12*rate]
 	for _, c := range []struct {
 		path   echoPath
 		config string
-		fromMs int
 	}{
-		{echoPath{delayMs: 40, tailMs: 30, gainDB: -6, seed: 1}, "", 2000},
-		{echoPath{delayMs: 120, tailMs: 45, gainDB: -12, seed: 2}, "", 2000},
-		{echoPath{delayMs: 200, tailMs: 60, gainDB: -20, seed: 3}, "", 2500},
-		{echoPath{delayMs: 200, tailMs: 60, gainDB: -6, seed: 4}, "", 2500},
-		{echoPath{delayMs: 200, tailMs: 60, gainDB: -20, seed: 3}, "delay_ms=150 tail_ms=150", 1500},
-		{echoPath{delayMs: 200, tailMs: 60, gainDB: -6, seed: 4}, "delay_ms=150 tail_ms=150", 1500},
+		{echoPath{delayMs: 40, tailMs: 30, gainDB: -6, seed: 1}, ""},
+		{echoPath{delayMs: 120, tailMs: 45, gainDB: -12, seed: 2}, ""},
+		{echoPath{delayMs: 200, tailMs: 60, gainDB: -20, seed: 3}, ""},
+		{echoPath{delayMs: 200, tailMs: 60, gainDB: -6, seed: 4}, ""},
+		{echoPath{delayMs: 200, tailMs: 60, gainDB: -20, seed: 3}, "delay_ms=150 tail_ms=150"},
+		{echoPath{delayMs: 200, tailMs: 60, gainDB: -6, seed: 4}, "delay_ms=150 tail_ms=150"},
 	} {
 		name := fmt.Sprintf("delay%.0fms_tail%.0fms_%.0fdB_%s", c.path.delayMs, c.path.tailMs, c.path.gainDB, strings.ReplaceAll(c.config, " ", "_"))
 		t.Run(name, func(t *testing.T) {
 			echo := convolve(far, c.path.response())
-			out := cancel(t, c.config, echo, far)
+			out := cancel(t, "nlp_db=0 "+c.config, echo, far)
 			per := erle(echo, out, 500)
 			t.Logf("ERLE per 500 ms: %s", fmtDB(per))
-			checkERLE(t, per, 500, c.fromMs)
+			checkERLE(t, per, 500, 2000)
 		})
 	}
 }
@@ -293,20 +332,96 @@ func TestNearEndKeptAloneAndInDoubleTalk(t *testing.T) {
 
 // After the echo path changes (the caller moves the handset: another delay,
 // level and tail) the canceller converges again. The target is 25 dB within
-// 1 s; MDF takes longer (the log: the first window of the bot talking after
-// the change is at 7.6 s, 25 dB again by 10.25 s, steady from 11.75 s),
-// because a changed path looks to its double-talk detector like the caller
-// talking, which slows adaptation. This test holds it to what it does: from
-// 4.75 s after the change, the ERLE asked of the start.
+// 1 s (issue 23); MDF takes longer: with the delay estimator's 120 ms
+// filter, 25 dB again 2.75 s after the change (3.25 s with the 260 ms
+// filter it had before), because a changed path looks to its double-talk
+// detector like the caller talking, which slows adaptation; restarting MDF
+// at the change does not make 1 s either (measured with the change's exact
+// time given: 1.75 s; RATIONALE.md). This test holds it to what it does:
+// from 2.75 s after the change, the ERLE asked of the start. The NLP gate is
+// off, as in TestERLEOnEchoOnly.
 func TestReconvergesAfterThePathChanges(t *testing.T) {
 	far := load(t, "bot_8k.wav")[:14*rate]
 	change := 7 * rate
 	a := convolve(far, echoPath{delayMs: 60, tailMs: 40, gainDB: -10, seed: 7}.response())
 	b := convolve(far, echoPath{delayMs: 110, tailMs: 50, gainDB: -8, seed: 8}.response())
 	echo := append(append([]float64(nil), a[:change]...), b[change:]...)
-	out := cancel(t, "", echo, far)
+	out := cancel(t, "nlp_db=0", echo, far)
 	per := erle(echo, out, 250)
 	t.Logf("ERLE per 250 ms (the path changes at 7000 ms): %s", fmtDB(per))
 	checkERLE(t, per[:7000/250], 250, 2000)
-	checkERLE(t, per, 250, 7000+4750)
+	checkERLE(t, per, 250, 7000+2750)
+}
+
+// tile repeats x to n samples.
+func tile(x []float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = x[i%len(x)]
+	}
+	return out
+}
+
+// lineNoise is white noise at dBFS (RMS over full scale).
+func lineNoise(n int, dBFS float64, seed uint64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	g := 32768 * math.Pow(10, dBFS/20)
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = g * rng.NormFloat64()
+	}
+	return x
+}
+
+// The bot's own echo cannot barge in (issue 23): "aec | vad barge_in=true"
+// over a minute of the bot talking, its echo coming back over paths of the
+// issue's range, with and without line noise, emits no clear at all; and
+// the caller talking over the bot (at 61 s, over its echo) is a barge-in
+// within 300 ms of its first sample.
+func TestEchoCannotBargeIn(t *testing.T) {
+	bot := load(t, "bot_8k.wav")
+	caller := load(t, "caller_8k.wav")
+	onset := 0
+	for onset < len(caller) && math.Abs(caller[onset]) < 100 {
+		onset++
+	}
+	const nearAt = 61 * rate
+	n := nearAt + 2*rate
+	far := tile(bot, n)
+	for _, c := range []struct {
+		path    echoPath
+		noiseDB float64 // 0: none
+	}{
+		{echoPath{delayMs: 120, tailMs: 45, gainDB: -6, seed: 9}, 0},
+		{echoPath{delayMs: 200, tailMs: 60, gainDB: -12, seed: 10}, -60},
+		{echoPath{delayMs: 40, tailMs: 30, gainDB: -20, seed: 11}, -50},
+	} {
+		t.Run(fmt.Sprintf("delay%.0fms_%.0fdB_noise%.0fdBFS", c.path.delayMs, c.path.gainDB, c.noiseDB), func(t *testing.T) {
+			mic := convolve(far, c.path.response())
+			if c.noiseDB != 0 {
+				for i, v := range lineNoise(n, c.noiseDB, uint64(c.path.seed)) {
+					mic[i] += v
+				}
+			}
+			for i, v := range caller[onset:] {
+				if nearAt+i < n {
+					mic[nearAt+i] += v
+				}
+			}
+			var got clears
+			chain(t, "aec | vad barge_in=true", mic, far, &got)
+			echoOnly := sort.SearchInts(got.at, nearAt)
+			over := -1
+			if echoOnly < len(got.at) {
+				over = got.at[echoOnly] - nearAt
+			}
+			t.Logf("barge-ins on the echo alone (0-61 s): %d %v; the caller over the bot: cleared after %d ms", echoOnly, got.at, over*1000/rate)
+			if echoOnly != 0 {
+				t.Errorf("%d barge-ins on the bot's own echo in 61 s, want none", echoOnly)
+			}
+			if over < 0 || over*1000/rate > 300 {
+				t.Errorf("the caller over the bot cleared it after %d ms (-1: never), want within 300 ms", over*1000/rate)
+			}
+		})
+	}
 }

@@ -115,10 +115,10 @@ func correlation(a, b []float64) float64 {
 
 // The targets (issue 23): at 5 dB SNR of white or babble-like noise, the
 // noise in the pauses drops by 12 dB or more and the speech keeps a
-// correlation of 0.9 or more with the clean speech. Measured (the log):
-// white 26 dB and 0.967; babble of twenty talkers 9.8 dB and 0.929. SpeexDSP's
-// noise estimate follows stationary noise, and babble is not quite: the 12 dB
-// is not reached for it, and this test holds babble to the 8 dB it does.
+// correlation of 0.9 or more with the clean speech. SpeexDSP's noise
+// estimate follows the spectrum's minima, which lie under babble's mean:
+// alone it took 9.8 dB of twenty talkers off; the plugin's over-subtraction
+// (oversubtract_db, src/denoise.c) is what reaches the 12 dB.
 func TestNoiseDropsAndSpeechStays(t *testing.T) {
 	clean, phrases := speech(t)
 	for _, c := range []struct {
@@ -127,7 +127,7 @@ func TestNoiseDropsAndSpeechStays(t *testing.T) {
 		minDrop float64
 	}{
 		{"white", white(len(clean), 1), 12},
-		{"babble", babble(t, len(clean), 20), 8},
+		{"babble", babble(t, len(clean), 20), 12},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			noisy := mixAt(clean, c.noise, phrases, 5)
@@ -161,7 +161,7 @@ func TestNoiseDropsAndSpeechStays(t *testing.T) {
 }
 
 func TestConfigIsChecked(t *testing.T) {
-	for _, spec := range []string{"denoise suppress_db=5", "denoise suppress_db=loud", "denoise supress_db=-20"} {
+	for _, spec := range []string{"denoise suppress_db=5", "denoise suppress_db=loud", "denoise supress_db=-20", "denoise oversubtract_db=-1", "denoise oversubtract_db=21"} {
 		if _, err := hosttest.Instantiate(hosttest.Catalog(t), spec, pipeline.CallConfig{InputRate: rate}); err == nil {
 			t.Errorf("%s was accepted", spec)
 		}

@@ -7,10 +7,13 @@
  * state). The library is Debian's speexdsp source package, compiled here to
  * wasm32 (Makefile); this file is the plugin's glue only.
  *
- * The reference is delayed by delay_ms first, a hint for the bulk delay of
- * the echo path (network, carrier, handset), so that the adaptive filter's
+ * The reference is delayed first by the bulk delay of the echo path
+ * (network, carrier, handset): the delay_ms hint, or, without one, what the
+ * plugin's delay estimator measures (below), so that the adaptive filter's
  * tail_ms need cover only what is left of it and the echo's own length.
- * MDF runs in 20 ms blocks (BLOCKS_PER_SECOND; blocks.h takes frames of
+ * After the preprocessor a non-linear processor gates what is left of the
+ * echo while the caller is not talking, so that a VAD after the plugin
+ * cannot hear it. MDF runs in 20 ms blocks (BLOCKS_PER_SECOND; blocks.h takes frames of
  * other lengths). The preprocessor's overlapping window delays the output by
  * one block.
  */
@@ -30,42 +33,103 @@
 #define MAX_DELAY (MAX_DELAY_MS * (MAX_RATE / 1000))
 #define BLOCKS_PER_SECOND 50
 #define MAX_BLOCK (MAX_RATE / BLOCKS_PER_SECOND)
+/* The filter's length when the delay is estimated (no delay_ms): the echo's
+ * own length after its first reflection, with the estimator's margin. */
+#define ESTIMATED_TAIL_MS 120
+#define FIXED_TAIL_MS 260
 
-static double tail_ms = 260, delay_ms = 0, suppress_db = -40, suppress_active_db = -15, nlp_db = 0;
+static double tail_ms = 0, delay_ms = -1, suppress_db = -40, suppress_active_db = -15, nlp_db = -60;
 static int denoise = 1;
 
 static SpeexEchoState *echo;
 static SpeexPreprocessState *pre;
-static int block;
+static int block, tail;
 
-/* The delay line of the reference: delay samples behind what the host
- * gives, a ring of MAX_DELAY samples. */
-static spx_int16_t delay_line[MAX_DELAY];
-static int delay, delay_pos;
+/* The reference's history, a ring of MAX_DELAY + MAX_BLOCK samples written
+ * as the host gives it; the filter reads it delay samples back, so that
+ * the estimator can move the delay at once. */
+#define HISTORY (MAX_DELAY + MAX_BLOCK)
+static spx_int16_t history[HISTORY];
+static int delay, history_pos;
 static spx_int16_t far_block[MAX_BLOCK], out_block[MAX_BLOCK];
 
-/* The non-linear processor (NLP): SpeexDSP's preprocessor suppresses the
- * residual echo by its spectral estimate, which leaves onsets after a pause
- * and the first second, before MDF has converged, audible to a VAD. So,
- * after it, a block where the far end is talking and the caller is not is
- * attenuated by nlp_db. Whether the caller talks is ITU-T G.168's Geigel
- * test: the microphone's peak over the block against the far end's over the
- * filter's span; an echo path loses 6 dB or more (a hybrid's ERL), so a
- * microphone louder than half the far end's peak (GEIGEL) is the caller.
- * HANGOVER blocks after it still count as the caller's, so that a phrase's
- * quiet syllables pass too. The gain falls at once and rises by 6 dB a
- * block. */
-#define GEIGEL 0.6f
+/* The delay estimator (used when delay_ms is not given). MDF's filter must
+ * span the echo path's bulk delay as well as its tail, and it converges
+ * more slowly the longer it is; so the bulk delay is measured and taken off
+ * by the delay line, and the filter covers only ESTIMATED_TAIL_MS after it.
+ * The measure is the cross-correlation, at lags of 0 to MAX_DELAY_MS in
+ * 4 ms steps, of the changes of the log energy of the microphone and of
+ * the reference per 4 ms (their onsets and decays: level-free, and sharp
+ * where speech's envelope itself is not), averaged over EST_TAU_S: 630
+ * multiply-adds a block, against MDF's thousands. The lag of its peak is
+ * the delay once the peak stands out (EST_MIN_RHO of the normalised
+ * correlation, EST_MARGIN over the best lag more than EST_APART lags away)
+ * for EST_CONFIRM blocks running, and the caller has not been talking (a
+ * common onset of the caller and the bot, turn taking, is a lag too; the
+ * NLP's tests below, without the one that asks MDF). When
+ * it lies outside what the filter covers (the filter must hold the lag and
+ * EST_ROOM_MS after it), or on the first estimate of a filter that has not
+ * converged yet, the delay line moves to EST_PRE_MS before it and MDF
+ * starts again (the history of the reference makes the move immediate). */
+#define EST_SUBS 5 /* 4 ms sub-blocks per 20 ms block */
+#define EST_LAGS (MAX_DELAY_MS / 4 + 1)
+#define EST_TAU_S 0.5f
+#define EST_DECAY (1 - 1 / (EST_TAU_S * 250))
+#define EST_MIN_RHO 0.2f
+#define EST_MARGIN 1.5f
+#define EST_APART 6 /* lags: 24 ms, more than an echo tail's smearing of the peak */
+#define EST_CONFIRM 3
+#define EST_MIN_FAR 20.0f /* the reference's changes must have this much energy (a few onsets) */
+#define EST_PRE_MS 20
+#define EST_ROOM_MS 40 /* what the filter must hold after the first reflection */
+static int estimating;
+static float est_far[EST_LAGS], est_corr[EST_LAGS], est_mm, est_ff, est_last_mic, est_last_far;
+static int est_pos, est_agree, est_last_best, estimated_ms = -1, blocks_done;
+
+/* The non-linear processor (NLP), on by default (nlp_db): SpeexDSP's
+ * preprocessor suppresses the residual echo by its spectral estimate, which
+ * leaves onsets after a pause, and the first second, before MDF has
+ * converged, audible to a VAD: a barge-in on the bot's own voice. So, after
+ * it, a block where the far end can be echoing and the caller is not
+ * talking is attenuated by nlp_db and filled with comfort noise. Whether the
+ * far end can be echoing is its peak over the blocks the filter spans (the
+ * delay line's delay to delay + tail; all of the search range while the
+ * delay is not yet known) against FAR_ACTIVE. Whether the caller talks
+ * (double talk): the microphone must be SPEAKING over the line's noise
+ * (the least a block of it holds, rising 0.1 dB a block) and, while the far
+ * end can be echoing, either, once MDF has converged (it takes CONVERGED
+ * of the echo off over the last half second of the far end talking, noise
+ * taken off both sides), MDF's output over NEAR_RATIO of its echo estimate
+ * (what the filter cannot explain), or, before, ITU-T G.168's Geigel test
+ * with GEIGEL at 1: the microphone's peak over the far end's (a passive
+ * echo path is no louder than what made it; G.168's 0.5, a 6 dB hybrid
+ * loss, let a dispersed -6 dB echo through as the caller). HANGOVER blocks
+ * after it still count as the caller's, so that a phrase's quiet syllables
+ * pass too. The gain rises at once (40 dB in 5 ms at 8 kHz: the caller's
+ * first syllable is kept) and falls at the end of the hangover. */
+#define GEIGEL 1.0f
+#define NEAR_RATIO 0.25f
+#define CONVERGED 10.0f /* 10 dB */
 #define HANGOVER 10
+/* The first STARTUP_BLOCKS are gated: the preprocessor has not learnt the
+ * line's noise yet and passes it, after a first block of silence (its
+ * latency): an onset to a VAD at the call's start. */
+#define STARTUP_BLOCKS 10
+#define SPEAKING 10.0f /* 10 dB */
 #define FAR_ACTIVE 100 /* -50 dBFS peak: below, the far end is silent */
-#define MAX_SPAN_BLOCKS ((MAX_DELAY_MS + MAX_TAIL_MS) / (1000 / BLOCKS_PER_SECOND) + 1)
-static int far_peaks[MAX_SPAN_BLOCKS], span_blocks, peak_pos, hangover;
-static float nlp_floor = 0.01f, nlp_gain = 1;
+#define SPAN_BLOCKS ((MAX_DELAY_MS + MAX_TAIL_MS) / (1000 / BLOCKS_PER_SECOND) + 2)
+static int far_peaks[SPAN_BLOCKS], peak_pos, hangover, caller_hangover;
+static float nlp_floor = 0.01f, nlp_gain = 1, conv_mic, conv_out, mic_floor = 1e12f;
+static int converged;
 /* Comfort noise: a gated line must not fall silent, or the line's noise
  * coming back when the gate opens is an onset to a VAD. While gated, white
  * noise at the output's noise floor (the minimum of its block RMS, rising
- * 0.1 dB a block) fills what the gate takes out. */
-static float noise_floor = 1e9f;
+ * 0.1 dB a block) fills what the gate takes out. And the output never
+ * falls under DITHER_DBFS of noise while the NLP is on: a VAD's floor in
+ * digital silence is the silence (vad's is -100 dBFS), over which any
+ * residual echo the gate lets through, even at -70 dBFS, is an onset. */
+#define DITHER_DBFS -60
+static float noise_floor = 1e9f, dither;
 static uint32_t noise_seed = 1;
 
 static int range(const char *json, int32_t len, const char *key, double lo, double hi, double *v) {
@@ -99,6 +163,8 @@ VOX_INIT {
         vox_log(VOX_LOG_ERROR, "aec: \"denoise\" must be true or false");
         return VOX_BAD_CONFIG;
     }
+    estimating = delay_ms < 0;
+    if (tail_ms == 0) tail_ms = estimating ? ESTIMATED_TAIL_MS : FIXED_TAIL_MS;
     return VOX_OK;
 }
 
@@ -107,14 +173,15 @@ VOX_RATE {
     if (input_rate != 8000 && input_rate != 16000 && input_rate != 24000) return VOX_BAD_RATE;
     if (echo) return input_rate == block * BLOCKS_PER_SECOND ? input_rate : VOX_BAD_STATE;
     block = input_rate / BLOCKS_PER_SECOND;
-    int tail = (int)(tail_ms * input_rate / 1000 + 0.5);
+    tail = (int)(tail_ms * input_rate / 1000 + 0.5);
     if (tail > MAX_TAPS) {
         vox_log(VOX_LOG_ERROR, "aec: tail_ms too long for the input rate: at most 8000 samples (500 ms at 16 kHz, 333 ms at 24 kHz)");
         return VOX_BAD_RATE;
     }
-    delay = (int)(delay_ms * input_rate / 1000 + 0.5);
-    span_blocks = (int)((delay_ms + tail_ms) / (1000 / BLOCKS_PER_SECOND)) + 1;
+    delay = estimating ? 0 : (int)(delay_ms * input_rate / 1000 + 0.5);
+    est_last_mic = est_last_far = __builtin_logf(100); /* silence's level: see log_power */
     nlp_floor = (float)__builtin_pow(10, nlp_db / 20);
+    dither = nlp_floor < 1 ? 32768 * (float)__builtin_pow(10, DITHER_DBFS / 20.0) : 0;
     echo = speex_echo_state_init(block, tail);
     pre = echo ? speex_preprocess_state_init(block, input_rate) : 0;
     if (!pre) {
@@ -134,46 +201,169 @@ VOX_RATE {
     return input_rate;
 }
 
-/* One block: the reference through the delay line, MDF, the
- * preprocessor, the NLP; mic is processed in place. */
-static void cancel_block(int16_t *mic, const int16_t *ref) {
-    for (int i = 0; i < block; i++) {
-        if (delay > 0) {
-            far_block[i] = delay_line[delay_pos];
-            delay_line[delay_pos] = ref[i];
-            if (++delay_pos == delay) delay_pos = 0;
-        } else {
-            far_block[i] = ref[i];
+/* MDF starts again, in its fast initial adaptation: the delay line moved
+ * (why = "echo delay ", ms its estimate), or the filter lost an echo it
+ * had (why = "echo path changed", ms < 0). Logged, with what the filter now
+ * covers. */
+static void restart(const char *why, int ms) {
+    speex_echo_state_reset(echo);
+    conv_mic = conv_out = 0;
+    converged = 0;
+    int rate = block * BLOCKS_PER_SECOND;
+    char buf[160];
+    vox_text t = vox_text_init(buf, sizeof buf);
+    vox_text_str(&t, "aec: ");
+    vox_text_str(&t, why);
+    if (ms >= 0) {
+        vox_text_int(&t, ms);
+        vox_text_str(&t, " ms");
+    }
+    vox_text_str(&t, " at ");
+    vox_text_fixed(&t, (double)blocks_done / BLOCKS_PER_SECOND, 2);
+    vox_text_str(&t, " s: the filter starts again over ");
+    vox_text_int(&t, (int64_t)delay * 1000 / rate);
+    vox_text_str(&t, " to ");
+    vox_text_int(&t, (int64_t)(delay + tail) * 1000 / rate);
+    vox_text_str(&t, " ms");
+    vox_log_text(VOX_LOG_INFO, &t);
+}
+
+static float log_power(const int16_t *x, int n) {
+    float e = 0;
+    for (int i = 0; i < n; i++) e += (float)x[i] * x[i];
+    return __builtin_logf(e / n + 100); /* +100: -70 dBFS, so that silence's changes are nil */
+}
+
+/* One block of the estimator; moves the delay line (and restarts MDF) when
+ * the echo's delay is known and out of the filter's reach. */
+static void estimate_delay(const int16_t *mic, const int16_t *ref) {
+    int sub = block / EST_SUBS;
+    for (int s = 0; s < EST_SUBS; s++) {
+        float lm = log_power(mic + s * sub, sub), lf = log_power(ref + s * sub, sub);
+        float dm = lm - est_last_mic, df = lf - est_last_far;
+        est_last_mic = lm;
+        est_last_far = lf;
+        if (++est_pos == EST_LAGS) est_pos = 0;
+        est_far[est_pos] = df;
+        est_mm = EST_DECAY * est_mm + dm * dm;
+        est_ff = EST_DECAY * est_ff + df * df;
+        for (int l = 0, k = est_pos; l < EST_LAGS; l++) {
+            est_corr[l] = EST_DECAY * est_corr[l] + dm * est_far[k];
+            if (--k < 0) k = EST_LAGS - 1;
         }
     }
-    int mic_peak = 0, far_peak = 0, span_peak = 0;
-    for (int i = 0; i < block; i++) {
-        int m = mic[i] < 0 ? -mic[i] : mic[i];
-        int f = ref[i] < 0 ? -ref[i] : ref[i];
-        if (m > mic_peak) mic_peak = m;
-        if (f > far_peak) far_peak = f;
+    if (est_ff < EST_MIN_FAR) return;
+    int best = 0;
+    for (int l = 1; l < EST_LAGS; l++)
+        if (est_corr[l] > est_corr[best]) best = l;
+    float second = 0;
+    for (int l = 0; l < EST_LAGS; l++)
+        if ((l < best - EST_APART || l > best + EST_APART) && est_corr[l] > second) second = est_corr[l];
+    float peak = est_corr[best];
+    if (!(peak > EST_MIN_RHO * __builtin_sqrtf(est_mm * est_ff)) || peak < EST_MARGIN * second) {
+        est_agree = 0;
+        return;
     }
-    far_peaks[peak_pos] = far_peak;
-    if (++peak_pos == span_blocks) peak_pos = 0;
-    for (int b = 0; b < span_blocks; b++)
+    /* the same lag (within 8 ms) EST_CONFIRM blocks running, the caller
+     * silent (a common onset of the caller and the bot, turn taking, is a
+     * lag too) unless there is no estimate yet */
+    if (caller_hangover > 0 && estimated_ms >= 0) {
+        est_agree = 0;
+        return;
+    }
+    est_agree = est_agree > 0 && best >= est_last_best - 2 && best <= est_last_best + 2 ? est_agree + 1 : 1;
+    est_last_best = best;
+    if (est_agree < EST_CONFIRM) return;
+    int rate = block * BLOCKS_PER_SECOND, lag = best * 4 * rate / 1000;
+    int pre_margin = EST_PRE_MS * rate / 1000, room = EST_ROOM_MS * rate / 1000;
+    if (room > tail / 2) room = tail / 2;
+    int first = estimated_ms < 0;
+    estimated_ms = best * 4;
+    /* within reach; the first estimate centres the filter on the echo
+     * unless it has converged already */
+    if (lag >= delay && lag + room <= delay + tail && !(first && !converged)) return;
+    delay = lag > pre_margin ? lag - pre_margin : 0;
+    restart("echo delay ", estimated_ms);
+}
+
+static int peak(const int16_t *x, int n) {
+    int p = 0;
+    for (int i = 0; i < n; i++) {
+        int a = x[i] < 0 ? -x[i] : x[i];
+        if (a > p) p = a;
+    }
+    return p;
+}
+
+/* One block: the estimator, the reference through the delay line, MDF,
+ * the preprocessor, the NLP; mic is processed in place. */
+static void cancel_block(int16_t *mic, const int16_t *ref) {
+    blocks_done++;
+    if (estimating) estimate_delay(mic, ref);
+    for (int i = 0; i < block; i++) {
+        history[history_pos] = ref[i];
+        int at = history_pos - delay;
+        far_block[i] = history[at < 0 ? at + HISTORY : at];
+        if (++history_pos == HISTORY) history_pos = 0;
+    }
+    /* the far end that can be echoing now: delay to delay + tail back, or
+     * all of the search range while the delay is not known */
+    far_peaks[peak_pos] = peak(ref, block);
+    int first = delay / block, last = (delay + tail) / block + 1;
+    if (estimating && estimated_ms < 0) first = 0, last = ((EST_LAGS - 1) * 4 * BLOCKS_PER_SECOND * block / 1000 + tail) / block + 1;
+    if (last >= SPAN_BLOCKS) last = SPAN_BLOCKS - 1;
+    int span_peak = 0;
+    for (int a = first, b = peak_pos - first; a <= last; a++, b--) {
+        if (b < 0) b += SPAN_BLOCKS;
         if (far_peaks[b] > span_peak) span_peak = far_peaks[b];
+    }
+    if (++peak_pos == SPAN_BLOCKS) peak_pos = 0;
+    int mic_peak = peak(mic, block);
     speex_echo_cancellation(echo, mic, far_block, out_block);
+    float p_mic = 0, p_out = 0, p_echo = 0;
+    for (int i = 0; i < block; i++) {
+        float m = mic[i], o = out_block[i];
+        p_mic += m * m;
+        p_out += o * o;
+        p_echo += (m - o) * (m - o);
+    }
+    int far_active = span_peak >= FAR_ACTIVE;
+    /* the line's noise, the least a block of the microphone holds (at
+     * least -90 dBFS), rising 0.1 dB a block, or 1 dB while more than 20 dB
+     * under the block (a line that starts silent and then hisses), is taken
+     * off both sides of MDF's ERLE */
+    if (p_mic < mic_floor) mic_floor = p_mic > block ? p_mic : block;
+    else mic_floor *= p_mic > 100 * mic_floor ? 1.259f : 1.023f;
+    if (far_active) {
+        conv_mic = 0.96f * conv_mic + (p_mic > mic_floor ? p_mic - mic_floor : 0); /* half a second's memory */
+        conv_out = 0.96f * conv_out + (p_out > mic_floor ? p_out - mic_floor : 0);
+    }
+    converged = conv_mic > CONVERGED * conv_out;
     speex_preprocess_run(pre, out_block);
-    if (mic_peak > GEIGEL * span_peak) hangover = HANGOVER;
+    /* the caller can be talking when the microphone is SPEAKING over the
+     * line's noise (taken as at least -70 dBFS) */
+    float quiet = mic_floor > 100.0f * block ? mic_floor : 100.0f * block;
+    int speaking = p_mic > SPEAKING * quiet, geigel = speaking && mic_peak > GEIGEL * span_peak;
+    int near = blocks_done > STARTUP_BLOCKS && (far_active ? (converged ? p_out > NEAR_RATIO * p_echo : geigel) : speaking);
+    if (near) hangover = HANGOVER;
     else if (hangover > 0) hangover--;
-    float target = span_peak >= FAR_ACTIVE && hangover == 0 ? nlp_floor : 1;
+    /* the caller by the tests that do not ask MDF, which an echo path
+     * that moved fails as double talk would: what holds the estimator */
+    if (blocks_done > STARTUP_BLOCKS && (far_active ? geigel : speaking)) caller_hangover = HANGOVER;
+    else if (caller_hangover > 0) caller_hangover--;
+    float target = (far_active && hangover == 0) || blocks_done <= STARTUP_BLOCKS ? nlp_floor : 1;
     float energy = 0;
     for (int i = 0; i < block; i++) energy += (float)out_block[i] * out_block[i];
     float rms = __builtin_sqrtf(energy / block);
-    noise_floor = rms < noise_floor ? rms : noise_floor * 1.0116f;
-    float cn_amp = noise_floor * 1.7320508f; /* uniform in [-a, a] has RMS a/sqrt(3) */
+    noise_floor = rms < noise_floor ? (rms > 1 ? rms : 1) : noise_floor * 1.0116f; /* 1: -90 dBFS, from where it can rise */
+    float cn_rms = noise_floor > dither ? noise_floor : dither;
     for (int i = 0; i < block; i++) {
-        /* down at once, up by 6 dB a block, sample by sample */
+        /* down at once at the end of the hangover, up by 40 dB in 5 ms */
         if (target < nlp_gain) nlp_gain = target;
-        else if ((nlp_gain *= 1.00435f) > target) nlp_gain = target;
+        else if ((nlp_gain *= 1.122f) > target) nlp_gain = target;
         noise_seed = noise_seed * 1664525u + 1013904223u;
-        float cn = ((int32_t)noise_seed / 2147483648.0f) * cn_amp;
-        float v = out_block[i] * nlp_gain + cn * (1 - nlp_gain);
+        float u = ((int32_t)noise_seed / 2147483648.0f) * 1.7320508f; /* uniform, RMS 1 */
+        float v = nlp_gain * (out_block[i] + dither * u) + (1 - nlp_gain) * cn_rms * u;
         mic[i] = (int16_t)(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
     }
 }
