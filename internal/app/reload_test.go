@@ -202,7 +202,7 @@ func TestReloadRelayRoute(t *testing.T) {
 	// Authorization header the bot was dialled with.
 	dialled := func() (string, string) {
 		t.Helper()
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		before := len(sim.Calls())
 		c, _, err := websocket.Dial(dctx, "ws://"+addr+"/ws?pipeline=bot&lang=de", nil)
