@@ -4,7 +4,7 @@
 # explains: the stack first (512 bytes, 8 times the deepest frame, agc's
 # vox_init's 64, with no recursion; an
 # overflow runs below address 0 and traps), then the constants
-# and the plugin's state, and the SDK's 16 KiB frame buffer last (../c-stock/sdk.c,
+# and the plugin's state, and the SDK's 16 KiB frame buffer last (../c-stock/src/sdk.c,
 # linked after the plugin), so that a frame touches as few 4 KiB pages as
 # host/plugin's TestStockPluginsTouchFewPages allows: agc's ring of 1 ms
 # levels (2000 of its 8000 bytes at the default window_ms) ends on page 0
@@ -30,9 +30,9 @@ LDFLAGS := $(TARGET) -Wl,--no-entry -Wl,--initial-memory=65536 -Wl,--max-memory=
 .PHONY: all clean
 all: $(NAME).wasm
 
-$(NAME).wasm: src/$(NAME).c ../c-stock/stock.h ../c-stock/sdk.c $(SDK)/voxhost.h
+$(NAME).wasm: src/$(NAME).c ../c-stock/stock.h ../c-stock/src/sdk.c $(SDK)/voxhost.h
 	$(CLANG) $(CFLAGS) -c -o $(NAME).o src/$(NAME).c
-	$(CLANG) $(CFLAGS) -c -o sdk.o ../c-stock/sdk.c
+	$(CLANG) $(CFLAGS) -c -o sdk.o ../c-stock/src/sdk.c
 	$(CLANG) $(LDFLAGS) -o $@ $(NAME).o sdk.o
 	rm -f $(NAME).o sdk.o
 	$(WASM_OPT) --enable-nontrapping-float-to-int -O2 $@ -o $@
