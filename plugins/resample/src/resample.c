@@ -15,8 +15,7 @@
  * it, beside libsoxr's). D = 57 samples at the lower rate is the group delay.
  *
  * Arithmetic: single-precision floats, in the order the code writes them
- * (down: eight partial sums in two vectors of four lanes, see dot; up: one
- * sum per output, its taps in a fixed order, see up_block), then
+ * (eight partial sums in two vectors of four lanes, see dot), then
  * rounded to the nearest 16-bit integer, half to even, and saturated. A
  * WebAssembly f32 operation has one IEEE result, so the output is bit-exact
  * on every host; the rounding of the products adds noise near -140 dB, far
@@ -75,11 +74,6 @@ static double rs_i0(double x) {
     return sum;
 }
 
-/* Four float lanes: WebAssembly's f32x4 (SSE natively); the unaligned one
- * reads the history at any sample. */
-typedef float f32x4 __attribute__((vector_size(16)));
-typedef float f32x4_unaligned __attribute__((vector_size(16), aligned(4)));
-
 static int32_t to_rate;
 static int32_t up = 1, down = 1;       /* L and M, coprime */
 static int32_t k_taps;                 /* K, padded: taps per branch */
@@ -88,12 +82,8 @@ static int32_t hist_len;               /* K - 1 input samples kept */
  * so that the branch walks the history forwards. */
 static float coef[MAX_TAPS + 8 * MAX_RATIO] __attribute__((aligned(16))); /* L K <= N + 8 L */
 static float work[MAX_K - 1 + MAX_IN]; /* history, then the frame's input */
-static int32_t k_live;                 /* K: the taps per branch without the padding */
 static int32_t position;               /* t of the next output, relative to the frame's first input */
 static double taps_d[MAX_TAPS];
-/* For upsampling, the branches' K live taps again, tap-major and each
- * splatted across four lanes: splat[t L + p] = branch p's tap t. */
-static f32x4 splat[MAX_TAPS + MAX_RATIO];
 
 VOX_INIT {
     double to = 0;
@@ -151,13 +141,6 @@ static void design(void) {
             coef[p * k_taps + i] = j < k && n < n_taps ? (float)(taps_d[n] / sum) : 0.0f;
         }
     }
-    k_live = k;
-    if (down == 1)
-        for (int32_t t = 0; t < k; t++)
-            for (int32_t p = 0; p < up; p++) {
-                float c = coef[p * k_taps + k_taps - k + t];
-                splat[t * up + p] = (f32x4){c, c, c, c};
-            }
 }
 
 NO_LIBC static void reset(void) {
@@ -186,6 +169,10 @@ static inline int16_t to_sample(float y) {
     return (int16_t)__builtin_rintf(y);
 }
 
+/* Four float lanes: WebAssembly's f32x4 (SSE natively); the unaligned one
+ * reads the history at any sample. */
+typedef float f32x4 __attribute__((vector_size(16)));
+typedef float f32x4_unaligned __attribute__((vector_size(16), aligned(4)));
 
 /* The dot product of k (a multiple of 8) samples with a branch: two sums of
  * four lanes (two, so that one addition need not wait for the other),
@@ -204,59 +191,27 @@ static inline float dot(const float *x, const float *h, int32_t k) {
     return total(a, b);
 }
 
-/* Upsampling by the constant L (inlined, so that the sums stay in
- * registers), register-blocked: 4 B consecutive inputs at a time, their
- * L B four-lane sums (lane = input, one vector per branch) in registers.
- * Tap t of every output of the block multiplies one splatted coefficient
- * per branch by the window vectors x[t + 4q .. t + 4q + 3], q < B; the taps
- * go in the order t = r, r + 4, r + 8, ... for r = 0 to 3, so that from one
- * tap to the next the window slides by one vector: one new load of the
- * input per tap serves B L vector products, where a dot product per output
- * would load an input vector and a coefficient vector for every one (and
- * WebAssembly checks every load against the memory's bounds). Each output
- * is one sum, tap after tap in that order, which up_one repeats for the
- * inputs left over, so the bits do not depend on where frames start. */
-static inline __attribute__((always_inline)) void up_block(const int32_t L, const int32_t B, const float *x,
-                                                           int16_t *s) {
-    f32x4 acc[MAX_RATIO * 4], w[4];
-    for (int32_t a = 0; a < L * B; a++) acc[a] = (f32x4){0, 0, 0, 0};
-    for (int32_t r = 0; r < 4; r++) {
-        for (int32_t q = 0; q < B; q++) w[q] = *(const f32x4_unaligned *)(x + r + 4 * q);
-        for (int32_t t = r;;) {
+/* Upsampling by the constant L (inlined, so that the 2 L sums stay in
+ * registers): the L outputs of input sample j share its window, so each
+ * load of the history serves L products, where dot would load it L times
+ * (a WebAssembly load is checked against the memory's bounds). Each output
+ * adds the same products in the same order as dot, so the bits are its. */
+static inline __attribute__((always_inline)) void up_by(const int32_t L, int16_t *s, int32_t n) {
+    for (int32_t j = 0; j < n; j++) {
+        const float *x = work + j;
+        f32x4 a[MAX_RATIO], b[MAX_RATIO];
+        for (int32_t p = 0; p < L; p++) a[p] = b[p] = (f32x4){0, 0, 0, 0};
+        for (int32_t i = 0; i < k_taps; i += 8) {
+            f32x4 x0 = *(const f32x4_unaligned *)(x + i), x1 = *(const f32x4_unaligned *)(x + i + 4);
             for (int32_t p = 0; p < L; p++) {
-                f32x4 c = splat[t * L + p];
-                for (int32_t q = 0; q < B; q++) acc[q * L + p] += w[q] * c;
+                a[p] += x0 * *(const f32x4 *)(coef + p * k_taps + i);
+                b[p] += x1 * *(const f32x4 *)(coef + p * k_taps + i + 4);
             }
-            t += 4;
-            if (t >= k_live) break;
-            for (int32_t q = 0; q + 1 < B; q++) w[q] = w[q + 1];
-            w[B - 1] = *(const f32x4_unaligned *)(x + t + 4 * (B - 1));
         }
-    }
-    for (int32_t q = 0; q < B; q++)
-        for (int32_t lane = 0; lane < 4; lane++)
-            for (int32_t p = 0; p < L; p++) s[L * (4 * q + lane) + p] = to_sample(acc[q * L + p][lane]);
-}
-
-/* The L outputs of the input at x, one at a time, in up_block's order. */
-static void up_one(int32_t L, const float *x, int16_t *s) {
-    for (int32_t p = 0; p < L; p++) {
-        float a = 0;
-        for (int32_t r = 0; r < 4; r++)
-            for (int32_t t = r; t < k_live; t += 4) a += x[t] * splat[t * L + p][0];
-        s[p] = to_sample(a);
+        for (int32_t p = 0; p < L; p++) s[L * j + p] = to_sample(total(a[p], b[p]));
     }
 }
 
-/* B for each L: blocks of 4 B inputs, as many as fill at most eight
- * four-lane sums (with B window vectors and a coefficient: 13 of the 16
- * SIMD registers, so that none spills). */
-static inline __attribute__((always_inline)) void up_by(const int32_t L, const int32_t B, int16_t *s, int32_t n) {
-    const float *x = work + (k_taps - k_live); /* past the padding's zeros */
-    int32_t j = 0;
-    for (; j + 4 * B <= n; j += 4 * B) up_block(L, B, x + j, s + L * j);
-    for (; j < n; j++) up_one(L, x + j, s + L * j);
-}
 
 /* Resamples the n samples at the start of the buffer in place. */
 NO_LIBC static int32_t resample(int32_t n) {
@@ -266,10 +221,10 @@ NO_LIBC static int32_t resample(int32_t n) {
     int32_t out = 0, t = position, end = n * up;
     if (down == 1) { /* up by L, position always 0 */
         switch (up) {
-        case 2: up_by(2, 4, s, n); break;
-        case 3: up_by(3, 2, s, n); break;
-        case 4: up_by(4, 2, s, n); break;
-        case 6: up_by(6, 1, s, n); break;
+        case 2: up_by(2, s, n); break;
+        case 3: up_by(3, s, n); break;
+        case 4: up_by(4, s, n); break;
+        case 6: up_by(6, s, n); break;
         }
         out = t = end;
     }
