@@ -164,3 +164,19 @@ bench-detectors:
 	$(GO) test -tags webrtcvad -run '^$$' -bench WebRTC -benchtime 1x -v ./plugins/vad/
 	$(GO) test -run '^$$' -bench TalkOff -benchtime 1x -v ./plugins/dtmf/
 bench: bench-detectors
+
+## native-rust: the stock Rust plugin, dtmf, compiled for the host from its own
+## source (internal/nativeplugin/dtmf/, Debian's cargo as plugins/dtmf uses):
+## the static library that voxhost links when built with -tags nativerust, so
+## that bench hop puts dtmf beside its native build too
+## (go run -tags nativerust ./cmd/voxhost bench hop --plugin dtmf).
+## native-rust-test runs the native builds' tests with it (a make test step).
+NATIVE_RUST_CARGO ?= /usr/bin/cargo
+NATIVE_RUST_RUSTC ?= /usr/bin/rustc
+.PHONY: native-rust native-rust-test
+native-rust: toolchains
+	RUSTC=$(NATIVE_RUST_RUSTC) CARGO_TARGET_DIR=$(CURDIR)/internal/nativeplugin/dtmf/target $(NATIVE_RUST_CARGO) build \
+		--offline --locked --release --manifest-path internal/nativeplugin/dtmf/Cargo.toml
+native-rust-test: native-rust
+	$(GO) test -race -count=1 -tags nativerust ./internal/nativeplugin/ ./internal/bench/
+TEST_STEPS += native-rust-test

@@ -39,11 +39,12 @@ type HopRow struct {
 	NsPerFrame float64 `json:"ns_per_frame"`
 	// NsPerHop is NsPerFrame / Depth.
 	NsPerHop float64 `json:"ns_per_hop"`
-	// Native says what NativeNsPerHop measured: NativeC, the plugin's own
-	// C source compiled for the host (internal/nativeplugin); NativeGo, a
-	// Go passthrough, for the passthrough plugin; or "" when the plugin has
-	// no native build (Rust and AssemblyScript plugins, any plugin from a
-	// file, any build without cgo), and the native figures are 0.
+	// Native says what NativeNsPerHop measured: NativeC or NativeRust, the
+	// plugin's own source compiled for the host (internal/nativeplugin);
+	// NativeGo, a Go passthrough, for the passthrough plugin; or "" when
+	// the plugin has no native build (any plugin from a file, any build
+	// without cgo, dtmf in a build without -tags nativerust), and the
+	// native figures are 0.
 	Native string `json:"native,omitempty"`
 	// NativeNsPerHop is the native build's hop in a chain as deep, measured
 	// interleaved with this one.
@@ -137,13 +138,14 @@ func chain(ctx context.Context, cat *catalog.Catalog, ref string, depth int) (*p
 
 // What a row's native figures measured (HopRow.Native).
 const (
-	NativeC  = "c"
-	NativeGo = "go passthrough"
+	NativeC    = "c"
+	NativeRust = "rust"
+	NativeGo   = "go passthrough"
 )
 
 // nativeChain is the native counterpart of a chain of depth copies of ref,
-// with its kind, or nil and "" if ref has none. A native C plugin keeps its
-// state in C globals, one instance per process, so its chain is that one
+// with its kind, or nil and "" if ref has none. A native plugin keeps its
+// state in globals, one instance per process, so its chain is that one
 // instance depth times over: the same work per hop.
 func nativeChain(ref string, depth int) (*pipeline.Pipeline, string, error) {
 	stages := make([]pipeline.Stage, depth)
@@ -162,6 +164,9 @@ func nativeChain(ref string, depth int) (*pipeline.Pipeline, string, error) {
 			stages[i] = s
 		}
 		kind = NativeC
+		if nativeplugin.Rust(ref) {
+			kind = NativeRust
+		}
 	default:
 		return nil, "", nil
 	}
@@ -247,9 +252,9 @@ func WriteHopTable(w io.Writer, rows []HopRow) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "native: %q is the plugin's own C source compiled for the host (cgo), %q a Go stage that returns its input.\n", NativeC, NativeGo)
+	_, err := fmt.Fprintf(w, "native: %q and %q are the plugin's own source compiled for the host (cgo; a Rust static library), %q a Go stage that returns its input.\n", NativeC, NativeRust, NativeGo)
 	if err == nil && len(none) > 0 {
-		_, err = fmt.Fprintf(w, "no native build: %s (only the stock C plugins have one, and only in a build with cgo).\n", strings.Join(none, ", "))
+		_, err = fmt.Fprintf(w, "no native build: %s (only the stock plugins have one, only in a build with cgo, and dtmf only with -tags nativerust after make native-rust).\n", strings.Join(none, ", "))
 	}
 	return err
 }

@@ -52,14 +52,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	p("")
 	p("Stock plugins, one stage, ns per 20 ms frame (default config), their cost beyond a passthrough hop,")
-	p("and — interleaved — the plugin's own C source compiled for the host (internal/nativeplugin; — where")
-	p("there is none: Rust, AssemblyScript, or a build without cgo):")
+	p("and — interleaved — the plugin's own source compiled for the host (internal/nativeplugin; — where")
+	p("there is none: a build without cgo, or dtmf in one without -tags nativerust):")
 	p("")
 	p("| plugin | ns/frame | over passthrough, ns | native ns/frame | WASM / native | allocs/frame |")
 	p("|---|---:|---:|---:|---:|---:|")
 	for _, h := range r.PluginHop {
 		native, ratio := "—", "—"
-		if h.Native == NativeC {
+		if h.Native == NativeC || h.Native == NativeRust {
 			native, ratio = fmt.Sprintf("%.0f", h.NativeNsPerHop), fmt.Sprintf("%.2f×", h.Ratio)
 		}
 		p("| %s | %.0f | %.0f | %s | %s | %.2f |", h.Plugin, h.NsPerFrame, h.OverPassthroughNsPerHop, native, ratio, h.AllocsPerFrame)

@@ -12,11 +12,16 @@ import (
 )
 
 // benchPlugins are the natively built plugins with a config that runs at
-// 8 kHz, as a frame sees them in a call.
+// 8 kHz, as a frame sees them in a call (dtmf only in a build with -tags
+// nativerust).
 var benchPlugins = []struct{ name, spec, config string }{
 	{"gain", "gain db=-6", `{"db": -6}`},
 	{"vad", "vad", `{}`},
 	{"resample", "resample to=16000", `{"to": 16000}`},
+	{"gate", "gate", `{}`},
+	{"agc", "agc", `{}`},
+	{"tone", "tone", `{}`},
+	{"dtmf", "dtmf", `{}`},
 }
 
 // BenchmarkWebAssembly and BenchmarkNative time one 20 ms 8 kHz frame of
@@ -27,6 +32,9 @@ var benchPlugins = []struct{ name, spec, config string }{
 func BenchmarkWebAssembly(b *testing.B) {
 	c := hosttest.Catalog(b)
 	for _, bp := range benchPlugins {
+		if !nativeplugin.Available(bp.name) {
+			continue
+		}
 		b.Run(bp.name, func(b *testing.B) {
 			hosttest.BenchFrames(b, hosttest.Pipeline(b, c, bp.spec, pipeline.CallConfig{}), signal.Speech(8000, 0.02))
 		})
@@ -35,6 +43,9 @@ func BenchmarkWebAssembly(b *testing.B) {
 
 func BenchmarkNative(b *testing.B) {
 	for _, bp := range benchPlugins {
+		if !nativeplugin.Available(bp.name) {
+			continue
+		}
 		b.Run(bp.name, func(b *testing.B) {
 			s, err := nativeplugin.Open(bp.name, []byte(bp.config), 8000)
 			if err != nil {

@@ -12,4 +12,5 @@ typedef struct {
     int64_t *emits;
 } vox_native_plugin;
 
-extern const vox_native_plugin vox_native_gain, vox_native_resample, vox_native_vad;
+extern const vox_native_plugin vox_native_gain, vox_native_resample, vox_native_vad, vox_native_gate, vox_native_agc,
+    vox_native_tone;

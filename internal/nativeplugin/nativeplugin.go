@@ -26,12 +26,15 @@ import (
 	"github.com/voxhost/voxhost/abi"
 )
 
-// builds are the plugins compiled in, by stock name: none on an amd64 CPU
-// without SSE4.1, which they are compiled for (as wazero's compiler, the
-// other side of the comparison, uses it).
+// builds are the plugins compiled in, by stock name (dtmf_rust.go adds
+// dtmf): none on an amd64 CPU without SSE4.1, which they are compiled for
+// (as wazero's compiler, the other side of the comparison, uses it).
 var builds = map[string]*C.vox_native_plugin{
+	"agc":      &C.vox_native_agc,
 	"gain":     &C.vox_native_gain,
+	"gate":     &C.vox_native_gate,
 	"resample": &C.vox_native_resample,
+	"tone":     &C.vox_native_tone,
 	"vad":      &C.vox_native_vad,
 }
 
@@ -154,3 +157,7 @@ var ErrNoBuild = errors.New("nativeplugin: no native build of that plugin")
 // Available reports whether this build of voxhost has a native build of
 // the stock plugin name.
 func Available(name string) bool { _, ok := builds[name]; return ok }
+
+// Rust reports whether the native build of name is a Rust static library
+// (dtmf) rather than C compiled by cgo.
+func Rust(name string) bool { return name == "dtmf" && Available(name) }

@@ -45,3 +45,6 @@ func (*Stage) OutputRate() int { return 0 }
 
 // Close does nothing.
 func (*Stage) Close(context.Context) error { return nil }
+
+// Rust is false: this build has no native plugins.
+func Rust(string) bool { return false }

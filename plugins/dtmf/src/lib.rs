@@ -387,6 +387,19 @@ impl Plugin for Dtmf {
         self.need = whole.saturating_sub(1).max(1);
         self.min_power = (self.min_amplitude * self.min_amplitude) as f32;
         self.block = block;
+        // The call starts here, with no block or key under way: a no-op in
+        // a fresh instance, and what lets the build internal/nativeplugin
+        // compiles for the host (its state lives as long as the process)
+        // start a call again.
+        self.s1 = [0.0; 8];
+        self.s2 = [0.0; 8];
+        self.energy = 0;
+        self.filled = 0;
+        self.candidate = NONE;
+        self.run = 0;
+        self.fit = [0.0; 4];
+        self.down = NONE;
+        self.missed = 0;
         Ok(input_rate)
     }
 

@@ -190,11 +190,33 @@ static int32_t far_blocks;         /* speech blocks since the last near one */
 #define NEAR_NEEDED 1              /* near blocks that confirm a start */
 #define FAR_LEAD_BLOCKS 8          /* far blocks that may lead a start and still date it */
 
+/* The call starts at vox_rate, with the detector's state as it begins: a
+ * no-op in a fresh instance, and what lets the build internal/nativeplugin
+ * compiles for the host (its globals live as long as the process) start a
+ * call again. No memset in a freestanding module: hence no_builtin. */
+__attribute__((no_builtin)) static void start(void) {
+    for (int b = 0; b < BANDS; b++) {
+        band_energy[b] = 0;
+        floor_db[b] = 0;
+        minstat_cur[b] = 0;
+        for (int k = 0; k < SMOOTH_BLOCKS; k++) band_recent[k][b] = 0;
+        for (int w = 0; w < MINSTAT_WINDOWS; w++) minstat[b][w] = 0;
+    }
+    peak_db = -200;
+    block_fill = 0;
+    samples_seen = blocks_seen = 0;
+    minstat_count = minstat_filled = 0;
+    state = SILENT;
+    start_sample = last_speech_end = last_near_end = 0;
+    gap_blocks = near_blocks = far_blocks = 0;
+}
+
 VOX_RATE {
     if (input_rate < 8000 || input_rate > 48000 || input_rate % 100 != 0) {
         vox_log(VOX_LOG_ERROR, "vad: the input rate must be a multiple of 100 Hz from 8000 to 48000 Hz");
         return VOX_BAD_RATE;
     }
+    start();
     rate = input_rate;
     block_len = rate / 100;
     for (int b = 0; b < BANDS; b++) {

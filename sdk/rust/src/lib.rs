@@ -105,17 +105,29 @@ mod sys {
     }
 }
 
+// With the `native-host` feature, on targets other than wasm32, the host
+// functions are C functions of the program the plugin is linked into:
+// internal/nativeplugin compiles the stock dtmf plugin for the host so, to
+// measure it beside its WebAssembly build, and counts what it emits.
+#[cfg(all(feature = "native-host", not(target_arch = "wasm32")))]
+mod sys {
+    extern "C" {
+        pub fn voxhost_log(level: i32, ptr: *const u8, len: i32);
+        pub fn voxhost_emit(name_ptr: *const u8, name_len: i32, data_ptr: *const u8, data_len: i32);
+    }
+}
+
 /// Writes `msg` to the host log, attributed to the plugin and the call.
 ///
 /// The host keeps at most [`MAX_LOG_LEN`] bytes of it. On targets other than
 /// wasm32 (unit tests of a plugin's DSP on the build machine) it does nothing.
 #[inline]
 pub fn log(level: Level, msg: &str) {
-    #[cfg(target_arch = "wasm32")]
+    #[cfg(any(target_arch = "wasm32", feature = "native-host"))]
     unsafe {
         sys::voxhost_log(level as i32, msg.as_ptr(), msg.len() as i32)
     }
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(not(any(target_arch = "wasm32", feature = "native-host")))]
     let _ = (level, msg);
 }
 
@@ -149,11 +161,11 @@ pub fn error(msg: &str) {
 /// nothing.
 #[inline]
 pub fn emit(name: &str, data: &str) {
-    #[cfg(target_arch = "wasm32")]
+    #[cfg(any(target_arch = "wasm32", feature = "native-host"))]
     unsafe {
         sys::voxhost_emit(name.as_ptr(), name.len() as i32, data.as_ptr(), data.len() as i32)
     }
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(not(any(target_arch = "wasm32", feature = "native-host")))]
     let _ = (name, data);
 }
 
@@ -337,6 +349,15 @@ macro_rules! plugin {
                 RUNTIME.buffer(&BUFFER, capacity_bytes, construct)
             }
 
+            // Compiled for the host, the buffer's address does not fit
+            // vox_buffer's i32: a program that links the plugin natively
+            // (internal/nativeplugin) calls vox_buffer, then this.
+            #[cfg(not(target_arch = "wasm32"))]
+            #[export_name = "vox_native_buffer"]
+            pub extern "C" fn vox_native_buffer() -> *mut i16 {
+                BUFFER.as_mut_ptr()
+            }
+
             #[export_name = "vox_init"]
             pub extern "C" fn vox_init(config_len: i32) -> i32 {
                 RUNTIME.init(&BUFFER, config_len)
@@ -413,6 +434,11 @@ pub mod __rt {
                 return 0;
             }
             self.get().as_ptr() as i32
+        }
+
+        /// The first sample, for a program the plugin is linked into natively.
+        pub fn as_mut_ptr(&'static self) -> *mut i16 {
+            self.0.get() as *mut i16
         }
 
         /// The first `len` samples (at most `N`), for reading.

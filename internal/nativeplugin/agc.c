@@ -1,0 +1,6 @@
+#define VOX_NATIVE_PREFIX agc_
+#include "voxhost_native.h"
+#include "../../plugins/agc/src/agc.c"
+#include "native.h"
+
+const vox_native_plugin vox_native_agc = {vox_init, vox_rate, vox_process, 0, vox_frame_buffer, sizeof vox_frame_buffer, &VOX_NATIVE(emits)};
