@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,32 +47,7 @@ func relayWithEcho(t *testing.T, inbound string, seconds int, near []float64, ne
 	botUlaw := make([]byte, len(looped)/2)
 	codec.EncodeUlaw(botUlaw, looped)
 
-	var heardMu sync.Mutex
-	var heard []byte
-	bot := startBot(t, func(conn *gorilla.Conn) {
-		if _, _, err := conn.ReadMessage(); err != nil { // start
-			return
-		}
-		go func() {
-			// A second at a time, as a TTS streams; the host paces it.
-			for off := 0; off < len(botUlaw); off += 8000 {
-				if conn.WriteMessage(gorilla.BinaryMessage, botUlaw[off:min(off+8000, len(botUlaw))]) != nil {
-					return
-				}
-			}
-		}()
-		for {
-			typ, msg, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			if typ == gorilla.BinaryMessage {
-				heardMu.Lock()
-				heard = append(heard, msg...)
-				heardMu.Unlock()
-			}
-		}
-	})
+	bot, heard := speakingBot(t, botUlaw)
 	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{
 		"main": {inbound: inbound, upstream: upstream(t, bot.url, "raw")},
 	}, nil)
@@ -155,14 +131,8 @@ func relayWithEcho(t *testing.T, inbound string, seconds int, near []float64, ne
 		}
 	}
 	// The bot hears the last frames a little later.
-	waitFor(t, func() bool {
-		heardMu.Lock()
-		defer heardMu.Unlock()
-		return len(heard) >= (frames-5)*frameLen
-	})
-	heardMu.Lock()
-	call.heard = append([]byte(nil), heard...)
-	heardMu.Unlock()
+	waitFor(t, func() bool { return len(heard()) >= (frames-5)*frameLen })
+	call.heard = heard()
 	c.Close(websocket.StatusNormalClosure, "done")
 	return call
 }
@@ -226,5 +196,42 @@ func TestBargeInOverTheBotThroughAEC(t *testing.T) {
 	}
 	if over < 0 || over/8 > 300 {
 		t.Fatalf("the caller's speech over the bot cleared it after %d ms (-1: never), want within 300 ms", over/8)
+	}
+}
+
+// speakingBot starts a raw bot that speaks ulaw once the call starts, a
+// second at a time as a TTS streams (the host paces it), and keeps what it
+// hears: heard returns a copy of it so far.
+func speakingBot(t *testing.T, ulaw []byte) (bot *botServer, heard func() []byte) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []byte
+	bot = startBot(t, func(conn *gorilla.Conn) {
+		if _, _, err := conn.ReadMessage(); err != nil { // start
+			return
+		}
+		go func() {
+			for off := 0; off < len(ulaw); off += 8000 {
+				if conn.WriteMessage(gorilla.BinaryMessage, ulaw[off:min(off+8000, len(ulaw))]) != nil {
+					return
+				}
+			}
+		}()
+		for {
+			typ, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			if typ == gorilla.BinaryMessage {
+				mu.Lock()
+				got = append(got, msg...)
+				mu.Unlock()
+			}
+		}
+	})
+	return bot, func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }

@@ -5,12 +5,10 @@ import (
 	"context"
 	"math"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	gorilla "github.com/gorilla/websocket"
 
 	"github.com/voxhost/voxhost/host/codec"
 	"github.com/voxhost/voxhost/host/plugin"
@@ -35,31 +33,7 @@ func TestRecordedReferenceIsWhatThePluginGot(t *testing.T) {
 	}
 	botUlaw := make([]byte, 5*8000)
 	codec.EncodeUlaw(botUlaw, botPCM[:2*len(botUlaw)])
-	var mu sync.Mutex
-	var botHeard []byte
-	bot := startBot(t, func(conn *gorilla.Conn) {
-		if _, _, err := conn.ReadMessage(); err != nil { // start
-			return
-		}
-		go func() {
-			for off := 0; off < len(botUlaw); off += 8000 {
-				if conn.WriteMessage(gorilla.BinaryMessage, botUlaw[off:off+8000]) != nil {
-					return
-				}
-			}
-		}()
-		for {
-			typ, msg, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			if typ == gorilla.BinaryMessage {
-				mu.Lock()
-				botHeard = append(botHeard, msg...)
-				mu.Unlock()
-			}
-		}
-	})
+	bot, botHeard := speakingBot(t, botUlaw)
 	dir := t.TempDir()
 	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: testdataPlugin("refecho"), upstream: upstream(t, bot.url, "raw")}},
 		recordMain(&recording.Spec{Dir: dir, Streams: []recording.Stream{recording.Caller, recording.CallerProcessed, recording.Reference}, MinFreeBytes: 1}))
@@ -85,11 +59,7 @@ func TestRecordedReferenceIsWhatThePluginGot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(botHeard) >= len(sent)
-	})
+	waitFor(t, func() bool { return len(botHeard()) >= len(sent) })
 	c.Close(websocket.StatusNormalClosure, "")
 	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
 
@@ -99,9 +69,7 @@ func TestRecordedReferenceIsWhatThePluginGot(t *testing.T) {
 	if len(ref) != len(sent) || len(out) != len(sent) {
 		t.Fatalf("reference %d and caller_processed %d samples, want one per caller sample (%d)", len(ref), len(out), len(sent))
 	}
-	mu.Lock()
-	heard := slices.Clone(botHeard[:len(sent)])
-	mu.Unlock()
+	heard := botHeard()[:len(sent)]
 	pcm := make([]byte, 2*frameLen)
 	want := make([]byte, frameLen)
 	for k := 0; k < frames; k++ {

@@ -282,7 +282,8 @@ limits:
 	b.send("x")
 	sip.WaitFor(t, "the host to see the call held", func() bool { m := h.liveMedia(t); return m != nil && m.Held })
 	// Held for longer than the media and idle timeouts: a held call is
-	// not idle.
+	// not idle. The sleep is the hold under test, not a wait for
+	// something: a slower box only holds the call longer.
 	time.Sleep(2500 * time.Millisecond)
 	if m := h.liveMedia(t); m == nil || !m.Held {
 		t.Fatalf("the held call did not outlast the timeouts (%+v); baresip saw: %s", m, b.seen())
