@@ -204,17 +204,23 @@ static inline double beep_at(uint32_t *ph, uint32_t d, double a, int32_t *pos) {
 }
 
 /* Runs s[0..samples) through put with the values NEXT gives, four samples
- * to a load and a store (stock_load4), then the rest one at a time. */
-#define TONE_LOOP(NEXT)                                                                                          \
+ * to a load and a store (stock_load4), then the rest one at a time; mix is
+ * a constant in each copy, so the loop does not test it every sample. */
+#define TONE_LOOP_MIX(NEXT, MIX)                                                                                 \
     do {                                                                                                         \
         int32_t i = 0;                                                                                           \
         for (; i + 4 <= samples; i += 4) {                                                                       \
             uint64_t in = stock_load4(s + i);                                                                    \
-            int16_t y0 = put(stock_lane(in, 0), NEXT, mix), y1 = put(stock_lane(in, 1), NEXT, mix),              \
-                    y2 = put(stock_lane(in, 2), NEXT, mix), y3 = put(stock_lane(in, 3), NEXT, mix);              \
+            int16_t y0 = put(stock_lane(in, 0), NEXT, MIX), y1 = put(stock_lane(in, 1), NEXT, MIX),              \
+                    y2 = put(stock_lane(in, 2), NEXT, MIX), y3 = put(stock_lane(in, 3), NEXT, MIX);              \
             stock_store4(s + i, stock_pack4(y0, y1, y2, y3));                                                    \
         }                                                                                                        \
-        for (; i < samples; i++) s[i] = put(s[i], NEXT, mix);                                                    \
+        for (; i < samples; i++) s[i] = put(s[i], NEXT, MIX);                                                    \
+    } while (0)
+#define TONE_LOOP(NEXT)                                                                                          \
+    do {                                                                                                         \
+        if (mix) TONE_LOOP_MIX(NEXT, 1);                                                                         \
+        else TONE_LOOP_MIX(NEXT, 0);                                                                             \
     } while (0)
 
 VOX_PROCESS {
