@@ -116,6 +116,8 @@ type call struct {
 	// upgrade (raw) or the start message (Twilio) until its pipelines are
 	// built.
 	setupHeld bool
+	// setupFrom is when the call took its set-up slot.
+	setupFrom time.Time
 }
 
 // ctx is the context of every socket read and write. It never ends: a

@@ -27,6 +27,7 @@ type metrics struct {
 	frameSeconds  *prometheus.HistogramVec
 	pluginErrors  *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
+	doorRefused   prometheus.Counter
 	malformed     *prometheus.CounterVec
 	pluginEvents  *prometheus.CounterVec
 	emitsDropped  *prometheus.CounterVec
@@ -109,6 +110,9 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxhost_rejected_connections_total", Help: "Connections refused before upgrade, by reason.",
 		}, []string{"reason"}),
+		doorRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voxhost_door_refusals_total", Help: "Calls of voxhost_rejected_connections_total answered at the door: refused in the accept loop, before net/http parsed the request.",
+		}),
 		malformed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxhost_malformed_messages_total", Help: "Calls ended by malformed input, by protocol and reason.",
 		}, []string{"protocol", "reason"}),
@@ -205,7 +209,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 	m.dialect = newDialectMetrics(m.registry)
 	m.registry.MustRegister(m.upstreamConnect, m.upstreamFailures, m.botErrors, m.relayFrame, m.playoutDepth, m.underruns, m.overflows, m.marks, m.bargeIns)
 	m.registry.MustRegister(m.activeCalls, m.capacity, m.callSeconds, m.calls, m.framesIn, m.framesOut, m.frameSeconds,
-		m.pluginErrors, m.rejected, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)
+		m.pluginErrors, m.rejected, m.doorRefused, m.malformed, m.pluginEvents, m.emitsDropped, m.instancesLive, m.shed, m.setupWait)
 	if own {
 		// A program that passes its own Registerer has its own Go and
 		// process collectors; registering them twice would panic.

@@ -290,8 +290,8 @@ func (rt *realtime) predicted(active int64, fallback, next *routeCost) float64 {
 func (rc *routeCost) cost() float64 { return math.Float64frombits(rc.perCall.Load()) }
 
 // admits says whether one more call of route name fits under the mark of
-// cores, or why not.
-func (s *Server) admits(name string) (string, bool) {
+// cores beside the active calls and held more, or why not.
+func (s *Server) admits(name string, held int64) (string, bool) {
 	if s.cpu == nil || s.opts.CPUHighWater <= 0 {
 		return "", true
 	}
@@ -306,7 +306,7 @@ func (s *Server) admits(name string) (string, bool) {
 	fallback := s.rt.cost(set.defaultName)
 	cores := float64(s.rt.sched.Slots())
 	limit := s.opts.CPUHighWater * cores
-	p := s.rt.predicted(s.active.Load(), fallback, next)
+	p := s.rt.predicted(s.active.Load()+held, fallback, next)
 	if p <= limit {
 		return "", true
 	}

@@ -25,21 +25,10 @@ import (
 // — and is taken once a call has ended. The CPU reading stays at 20%, so
 // only the prediction can refuse.
 func TestAdmissionByPredictedCost(t *testing.T) {
-	h := newHost(t, map[string]string{"main": "passthrough"}, func(o *server.Options) {
-		o.CPUHighWater, o.PluginSlots, o.CallCostPrior = 0.85, 1, 0.3
-		o.CPUSampler, o.CPUSampleInterval = &fakeCPU{share: 0.2}, 5*time.Millisecond
-	})
-	first := dial(t, h.url+"/ws")
+	h := pricedHost(t)
+	first, second := admitTwo(t, h.url+"/ws")
 	defer first.CloseNow()
-	echoes(t, first, 1)
-	var second *websocket.Conn
-	waitFor(t, func() bool {
-		c, _, err := websocket.Dial(context.Background(), h.url+"/ws", nil)
-		second = c
-		return err == nil
-	})
 	defer second.CloseNow()
-	echoes(t, second, 2)
 
 	status, retry, body := refusal(t, h.url+"/ws")
 	if status != http.StatusServiceUnavailable || retry != "2" || !strings.Contains(body, "overloaded: the calls admitted are predicted to use ") {
@@ -59,6 +48,31 @@ func TestAdmissionByPredictedCost(t *testing.T) {
 	third := dial(t, h.url+"/ws")
 	defer third.CloseNow()
 	echoes(t, third, 3)
+}
+
+// pricedHost is TestAdmissionByPredictedCost's host: on one slot with an
+// 85% mark, a call priced at 0.3 of a core for the host's part and as much
+// for its route's plugins until they are measured.
+func pricedHost(t *testing.T) *testHost {
+	return newHost(t, map[string]string{"main": "passthrough"}, func(o *server.Options) {
+		o.CPUHighWater, o.PluginSlots, o.CallCostPrior = 0.85, 1, 0.3
+		o.CPUSampler, o.CPUSampleInterval = &fakeCPU{share: 0.2}, 5*time.Millisecond
+	})
+}
+
+// admitTwo dials a pricedHost's url until it has two calls, both echoing:
+// the second is let in once the first call's passthrough is measured.
+func admitTwo(t *testing.T, url string) (first, second *websocket.Conn) {
+	t.Helper()
+	first = dial(t, url)
+	echoes(t, first, 1)
+	waitFor(t, func() bool {
+		c, _, err := websocket.Dial(context.Background(), url, nil)
+		second = c
+		return err == nil
+	})
+	echoes(t, second, 2)
+	return first, second
 }
 
 // counter reads one series from /metrics.

@@ -193,9 +193,15 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
+	// callPaths are the paths of the calls' endpoints, which the door
+	// refuses while admission is shut (door.go).
+	callPaths map[string]bool
 
 	active   atomic.Int64
 	draining atomic.Bool
+	// doorHeld counts the calls the door let through whose requests
+	// net/http has not read yet (door.go).
+	doorHeld atomic.Int64
 	// full is the readiness hysteresis: set at the high-water mark,
 	// cleared at the low-water mark.
 	full   atomic.Bool
@@ -320,9 +326,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		go m.run()
 	}
 	s.mux = http.NewServeMux()
+	s.callPaths = map[string]bool{}
 	for _, p := range transport.Protocols() {
 		if p.Path() != "" { // a protocol of its own TCP listener (ServeStream)
 			s.mux.Handle("GET "+p.Path(), s.CallHandler(p))
+			s.callPaths[p.Path()] = true
 		}
 	}
 	if s.metrics.gatherer != nil {
@@ -576,26 +584,48 @@ func (s *Server) authorized(r *http.Request) bool {
 // says why not: "draining", "capacity", "overloaded" (the CPU marks; see
 // cpu.reason) or shedPredicted (admission by measured cost; msg says why).
 func (s *Server) admit(route string) (why, msg string, ok bool) {
+	if why, msg, refused := s.refusal(route, 0); refused {
+		return why, msg, false
+	}
+	if s.active.Add(1) > int64(s.opts.MaxCalls) {
+		s.active.Add(-1)
+		return "capacity", capacityRefusal, false
+	}
+	s.metrics.activeCalls.Inc()
+	return "", "", true
+}
+
+// refusal says why a call of route would be refused now, as admit does,
+// without reserving anything, with held more calls than are active (the
+// door's; door.go) priced as calls of the default route; the refusals for
+// CPU are counted in voxhost_calls_shed_total here.
+func (s *Server) refusal(route string, held int64) (why, msg string, refused bool) {
 	if s.draining.Load() {
-		return "draining", "draining: the server is shutting down", false
+		return "draining", "draining: the server is shutting down", true
 	}
 	if s.overloaded() {
 		s.metrics.shed.WithLabelValues(s.cpu.shedReason()).Inc()
-		return "overloaded", s.cpu.reason() + "; try another host", false
+		return "overloaded", s.cpu.reason() + "; try another host", true
 	}
 	// Admission reads the count and then adds one: calls arriving at
 	// once may each see room for one more, so a burst can pass the mark
 	// by the number of handlers that run at that moment (about the cores).
-	if msg, fits := s.admits(route); !fits {
+	if msg, fits := s.admits(route, held); !fits {
 		s.metrics.shed.WithLabelValues(shedPredicted).Inc()
-		return shedPredicted, msg + "; try another host", false
+		return shedPredicted, msg + "; try another host", true
 	}
-	if s.active.Add(1) > int64(s.opts.MaxCalls) {
-		s.active.Add(-1)
-		return "capacity", "at capacity: too many concurrent calls", false
+	return "", "", false
+}
+
+// capacityRefusal is what a caller refused for limits.max_calls is told.
+const capacityRefusal = "at capacity: too many concurrent calls"
+
+// retryAfter is the Retry-After of a call refused for why.
+func retryAfter(why string) string {
+	if why == "overloaded" || why == shedPredicted {
+		return overloadRetryAfter
 	}
-	s.metrics.activeCalls.Inc()
-	return "", "", true
+	return "1"
 }
 
 // CallHandler serves the calls of one protocol: the WebSocket upgrade,
@@ -639,11 +669,7 @@ func (s *Server) handleCall(proto transport.Protocol) http.HandlerFunc {
 			}
 		}
 		if why, msg, ok := s.admit(name); !ok {
-			retry := "1"
-			if why == "overloaded" || why == shedPredicted {
-				retry = overloadRetryAfter
-			}
-			w.Header().Set("Retry-After", retry)
+			w.Header().Set("Retry-After", retryAfter(why))
 			s.reject(w, http.StatusServiceUnavailable, why, msg)
 			return
 		}
@@ -803,6 +829,9 @@ func (s *Server) Close() {
 // state changes. Handler has none of them: a program that mounts it
 // brings its own.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	// The door comes before the cap on a source's connections: a surge's
+	// refused connections are closed at once and never hold a place under it.
+	l = httpguard.Door(l, s.doorJudge)
 	l = s.opts.HTTP.Listener(l, func(net.Addr) { s.metrics.rejected.WithLabelValues("conns_per_ip").Inc() })
 	// The Host check comes first: a rebound name must not reach even the
 	// page of the console. Calls are GETs, which SameOrigin lets through;
@@ -810,6 +839,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	h := httpguard.Hosts(s.opts.AllowedHosts, l.Addr(), "allowed_hosts",
 		func() { s.metrics.rejected.WithLabelValues("host").Inc() }, httpguard.SameOrigin(s.mux))
 	hs := s.opts.HTTP.Server(h, slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
+	hs.ConnState = s.doorLet
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	select {
