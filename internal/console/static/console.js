@@ -7,6 +7,7 @@ import {timeline, waveform, spectrogramImage, eventStyle, peaksOf} from './draw.
 import {showRecording, clearRecording} from './recording.js';
 import {setFarEndRoutes, runBody, showFarEnd, clearFarEnd} from './farend.js';
 import {renderMedia} from './media.js';
+import {startLiveLanes, clearLiveLanes, liveLanes} from './livelane.js';
 
 const settings = JSON.parse(document.getElementById('settings').textContent);
 const $ = (id) => document.getElementById(id);
@@ -51,9 +52,9 @@ async function request(method, path, {body, type, signal} = {}) {
 }
 
 // fetchFile fetches a path of the API with the token, for a body that is
-// not JSON (a recorded WAV file).
-function fetchFile(path) {
-  return fetch(settings.api + path, {headers: token ? {Authorization: 'Bearer ' + token} : {}, cache: 'no-store'});
+// not JSON (a recorded WAV file, a live call's tap).
+function fetchFile(path, signal) {
+  return fetch(settings.api + path, {headers: token ? {Authorization: 'Bearer ' + token} : {}, cache: 'no-store', signal});
 }
 
 // ---- log in -------------------------------------------------------------
@@ -352,6 +353,7 @@ function run(c) {
     endCall(c, e.reason ? `${e.reason} (${e.code})` : `closed (${e.code})`, 'ended');
   };
   ws.onerror = () => {};
+  startLiveLanes(c.callID, fetchFile, () => call === c && c.state === 'connected');
   c.poll = setInterval(() => pollCosts(c), 1000);
   c.raf = requestAnimationFrame(function frame() {
     drawTimeline();
@@ -418,8 +420,15 @@ function drawTimeline() {
   if (!call || $('view-call').hidden) return;
   // Now is the input's time, in which the events are stamped: what came
   // back in a burst after a lag may be drawn a little past it.
-  timeline($('timeline'), {inPeaks: call.inPeaks, outPeaks: call.outPeaks, events: call.events.concat(call.keys || []),
-    nowMs: call.sentMs || 0});
+  // The host's lanes (livelane.js) go between the microphone's and what
+  // came back: the reference beside the caller, then what the stages
+  // made of the two.
+  const host = liveLanes();
+  const lanes = [{peaks: call.inPeaks || [], fill: '--input', label: 'in'}];
+  if (host && host.reference) lanes.push({peaks: host.reference, fill: '--reference', label: 'reference'});
+  if (host) lanes.push({peaks: host.processed, fill: '--processed', label: 'processed'});
+  lanes.push({peaks: call.outPeaks || [], fill: '--output', label: 'out'});
+  timeline($('timeline'), {lanes, events: call.events.concat(call.keys || []), nowMs: call.sentMs || 0});
 }
 
 async function pollCosts(c) {
@@ -489,6 +498,7 @@ function hangUp(why) {
 function clearCallView() {
   $('dtmf-sent').textContent = 'the keys send DTMF during a call';
   clearRecording();
+  clearLiveLanes();
   $('events').tBodies[0].replaceChildren();
   $('costs').tBodies[0].replaceChildren();
   $('costs-note').textContent = '';
