@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/host/plugin"
+	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/server"
+	"github.com/voxhost/voxhost/internal/audiofile"
 	"github.com/voxhost/voxhost/internal/signal"
 )
 
@@ -194,4 +198,87 @@ func TestTappedCallAllocatesNothingPerFrame(t *testing.T) {
 	}
 	tap.Close()
 	noAllocsPerFrame(t, c, websocket.MessageBinary, ulawSpeech(0.02))
+}
+
+// TestTapOfARelayIsTheRecordedTimeline relays a call to a bot that talks,
+// through refecho (which answers each frame with its reference), recording
+// the reference, with a viewer reading the tap from the start: frame for
+// frame the tap's reference is the recording's (one timeline, not a
+// second alignment), and the inbound output is that reference (what
+// refecho got), while the bot talks in it.
+func TestTapOfARelayIsTheRecordedTimeline(t *testing.T) {
+	const frameLen, frames = 160, 100 // 2 s
+	botPCM, rate, err := audiofile.ReadPCM("../../plugins/aec/testdata/bot_8k.wav")
+	if err != nil || rate != 8000 || len(botPCM) < 2*4*8000 {
+		t.Fatalf("fixture: %d samples at %d Hz, %v", len(botPCM)/2, rate, err)
+	}
+	botUlaw := make([]byte, 4*8000)
+	codec.EncodeUlaw(botUlaw, botPCM[:2*len(botUlaw)])
+	bot, botHeard := speakingBot(t, botUlaw)
+	dir := t.TempDir()
+	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: testdataPlugin("refecho"), upstream: upstream(t, bot.url, "raw")}},
+		recordMain(&recording.Spec{Dir: dir, Streams: []recording.Stream{recording.Reference}, MinFreeBytes: 1}))
+	c := dial(t, h.url+"/ws?call_id=tap-relay")
+	defer c.CloseNow()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, _, err := c.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	tap := openTap(t, h, "tap-relay")
+	if !tap.Info().Reference {
+		t.Fatal("a route whose plugin asks for the reference is tapped without it")
+	}
+	viewed := make(chan []tapFrame, 1)
+	go func() {
+		var got []tapFrame
+		for {
+			err := tap.Read(ctx, func(f server.TapFrame) {
+				got = append(got, tapFrame{f.AtMs, f.Lost, nil, bytes.Clone(f.Reference), bytes.Clone(f.Processed)})
+			})
+			if err != nil {
+				viewed <- got
+				return
+			}
+		}
+	}()
+	sent := ulawSpeech(float64(frames*frameLen) / 8000)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for off := 0; off < len(sent); off += frameLen {
+		<-tick.C
+		if err := c.Write(ctx, websocket.MessageBinary, sent[off:off+frameLen]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return len(botHeard()) >= len(sent) })
+	c.Close(websocket.StatusNormalClosure, "")
+	got := <-viewed
+	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
+	recorded := readRecorded(t, dir, "tap-relay")["reference"]
+	if len(got) != frames || len(recorded) != len(sent) {
+		t.Fatalf("the tap gave %d frames and the recording holds %d reference samples; want %d frames, %d samples", len(got), len(recorded), frames, len(sent))
+	}
+	playing := 0
+	for k, f := range got {
+		want := recorded[k*frameLen : (k+1)*frameLen]
+		if f.atMs != int64(20*k) || f.lost != 0 {
+			t.Fatalf("frame %d at %d ms, %d lost", k, f.atMs, f.lost)
+		}
+		sameSamples(t, fmt.Sprintf("frame %d's reference on the tap, against the recording's", k), signal.Samples(f.reference), want)
+		if !bytes.Equal(f.processed, f.reference) {
+			t.Fatalf("frame %d: refecho's output on the tap is not its reference", k)
+		}
+		if slices.ContainsFunc(want, func(v int16) bool { return v != 0 }) {
+			playing++
+		}
+	}
+	if playing < frames/2 {
+		t.Fatalf("the bot plays in %d of %d frames of the reference; want it talking through most of the call", playing, frames)
+	}
+	t.Logf("the tap's reference is the recording's in all %d frames; the bot plays in %d", frames, playing)
 }

@@ -68,7 +68,7 @@ func tapStatus(t *testing.T, url, tok string) (int, string) {
 // back) and the far-end reference aec got with it, the route's output one
 // frame late (an echo's far end, ABI §11). The feed ends with the call.
 // The admin API taps any call, the console API only the console's; the
-// fifth viewer of one call is refused.
+// fifth viewer of one call is refused until one goes away.
 func TestTapOfALiveCall(t *testing.T) {
 	h := startHost(t, fmt.Sprintf(`  canceller:
     inbound:
@@ -111,12 +111,16 @@ auth:
 	// The console API taps the console's call, not another; the fifth
 	// viewer is refused.
 	consoleTap := h.url + "/console/api" + tapPath
+	var viewers []*http.Response
 	for i := 0; i < 3; i++ {
-		openTap(t, consoleTap, callToken)
+		viewers = append(viewers, openTap(t, consoleTap, callToken))
 	}
 	if status, msg := tapStatus(t, consoleTap, callToken); status != http.StatusTooManyRequests || !strings.Contains(msg, "viewers") {
 		t.Fatalf("a fifth viewer: %d %q, want 429", status, msg)
 	}
+	// A viewer that goes away gives its place back.
+	viewers[0].Body.Close()
+	openTap(t, consoleTap, callToken)
 	if status, _ := tapStatus(t, h.url+"/console/api/calls/carrier-1/tap", callToken); status != http.StatusNotFound {
 		t.Fatalf("the console API tapping another call: %d, want 404", status)
 	}
