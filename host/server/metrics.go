@@ -47,6 +47,7 @@ type metrics struct {
 	bargeIns         *prometheus.CounterVec
 	pluginFrame      *prometheus.HistogramVec
 	farEnd           *farEndMetrics
+	taps             *tapMetrics
 
 	framesLate *prometheus.CounterVec
 	schedWait  prometheus.Histogram
@@ -200,6 +201,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		Name: "voxhost_calls_degraded_total", Help: "Plugins bypassed in calls over their CPU quota (over_quota: bypass_costliest), by route.",
 	}, []string{"route"})
 	m.farEnd = newFarEndMetrics(m.registry)
+	m.taps = newTapMetrics(m.registry)
 	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
 	m.recording = recording.NewMetrics(m.registry)
 	m.dialect = newDialectMetrics(m.registry)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/codec"
 )
@@ -32,6 +34,28 @@ var ErrTapLimit = errors.New("too many viewers")
 
 // ErrNoLiveCall says no live call of that id has started its stream.
 var ErrNoLiveCall = errors.New("no live call")
+
+// tapMetrics are the taps' series: the viewers fed, and the frames they
+// lost.
+type tapMetrics struct {
+	open prometheus.Gauge
+	lost prometheus.Counter
+}
+
+func newTapMetrics(reg prometheus.Registerer) *tapMetrics {
+	m := &tapMetrics{
+		open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "voxhost_taps",
+			Help: "Viewers fed a live call's audio (GET /calls/{id}/tap: the console's lanes), at most 4 a call and 64 in all.",
+		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voxhost_tap_lost_frames_total",
+			Help: "Call frames a viewer did not get because it fell a second behind (the call never waits for a viewer).",
+		}),
+	}
+	reg.MustRegister(m.open, m.lost)
+	return m
+}
 
 // TapInfo is what a tap's streams are.
 type TapInfo struct {
@@ -121,6 +145,7 @@ func (s *Server) Tap(id string) (*Tap, error) {
 	}
 	taps = append(slices.Clip(taps), t)
 	c.taps.Store(&taps)
+	s.metrics.taps.open.Inc()
 	return t, nil
 }
 
@@ -155,6 +180,7 @@ func (t *Tap) Close() {
 			c.taps.Store(&taps)
 		}
 		c.s.taps.Add(-1)
+		c.s.metrics.taps.open.Dec()
 	})
 }
 
@@ -175,12 +201,19 @@ func (t *Tap) Read(ctx context.Context, each func(TapFrame)) error {
 	if len(t.back) == 0 {
 		select {
 		case <-t.c.done:
+			// Frames lost after the last one read are counted now.
+			t.mu.Lock()
+			pending := t.lost
+			t.lost = 0
+			t.mu.Unlock()
+			t.countLost(pending)
 			return io.EOF
 		default:
 			return nil
 		}
 	}
 	le := binary.LittleEndian
+	lost := 0
 	for b := t.back; len(b) >= tapHeader; {
 		f := TapFrame{AtMs: int64(le.Uint64(b)), Lost: int(le.Uint32(b[8:]))}
 		n := [3]int{int(le.Uint32(b[12:])), int(le.Uint32(b[16:])), int(le.Uint32(b[20:]))}
@@ -189,9 +222,17 @@ func (t *Tap) Read(ctx context.Context, each func(TapFrame)) error {
 		f.Caller = t.decoded[:t.caller.Decode(t.decoded, raw)]
 		f.Reference, f.Processed = b[n[0]:n[0]+n[1]], b[n[0]+n[1]:n[0]+n[1]+n[2]]
 		b = b[n[0]+n[1]+n[2]:]
+		lost += f.Lost
 		each(f)
 	}
+	t.countLost(lost)
 	return nil
+}
+
+func (t *Tap) countLost(n int) {
+	if n > 0 {
+		t.c.s.metrics.taps.lost.Add(float64(n))
+	}
 }
 
 // add buffers a frame for the viewer, or counts it lost when the buffer

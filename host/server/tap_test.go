@@ -150,8 +150,11 @@ func TestTapBounds(t *testing.T) {
 	if err != nil || len(next) != 1 || next[0].atMs != 3000 || next[0].lost != 150-len(kept) {
 		t.Fatalf("after the gap the tap gave %+v, %v; want the frame at 3000 ms with %d lost before it", next, err, 150-len(kept))
 	}
+	assertMetric(t, h, fmt.Sprintf("voxhost_tap_lost_frames_total %d", 150-len(kept)))
+	assertMetric(t, h, fmt.Sprintf("voxhost_taps %d", server.MaxTapsPerCall))
 	idle.Close()
 	idle.Close()
+	assertMetric(t, h, fmt.Sprintf("voxhost_taps %d", server.MaxTapsPerCall-1))
 	openTap(t, h, "tap-0") // the closed one's place
 
 	// The server's bound, over further calls.
