@@ -43,18 +43,12 @@ type tapMetrics struct {
 }
 
 func newTapMetrics(reg prometheus.Registerer) *tapMetrics {
-	m := &tapMetrics{
-		open: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "voxhost_taps",
-			Help: "Viewers fed a live call's audio (GET /calls/{id}/tap: the console's lanes), at most 4 a call and 64 in all.",
-		}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "voxhost_tap_lost_frames_total",
-			Help: "Call frames a viewer did not get because it fell a second behind (the call never waits for a viewer).",
-		}),
-	}
-	reg.MustRegister(m.open, m.lost)
-	return m
+	open := prometheus.NewGauge(prometheus.GaugeOpts{Name: "voxhost_taps",
+		Help: "Viewers fed a live call's audio (GET /calls/{id}/tap: the console's lanes), at most 4 a call and 64 in all."})
+	lost := prometheus.NewCounter(prometheus.CounterOpts{Name: "voxhost_tap_lost_frames_total",
+		Help: "Call frames a viewer did not get because it fell a second behind (the call never waits for a viewer)."})
+	reg.MustRegister(open, lost)
+	return &tapMetrics{open: open, lost: lost}
 }
 
 // TapInfo is what a tap's streams are.

@@ -13,10 +13,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voxhost/voxhost/host/codec"
-	"github.com/voxhost/voxhost/host/plugin"
 	"github.com/voxhost/voxhost/host/recording"
 	"github.com/voxhost/voxhost/host/server"
-	"github.com/voxhost/voxhost/internal/audiofile"
 	"github.com/voxhost/voxhost/internal/signal"
 )
 
@@ -211,27 +209,9 @@ func TestTappedCallAllocatesNothingPerFrame(t *testing.T) {
 // refecho got), while the bot talks in it.
 func TestTapOfARelayIsTheRecordedTimeline(t *testing.T) {
 	const frameLen, frames = 160, 100 // 2 s
-	botPCM, rate, err := audiofile.ReadPCM("../../plugins/aec/testdata/bot_8k.wav")
-	if err != nil || rate != 8000 || len(botPCM) < 2*4*8000 {
-		t.Fatalf("fixture: %d samples at %d Hz, %v", len(botPCM)/2, rate, err)
-	}
-	botUlaw := make([]byte, 4*8000)
-	codec.EncodeUlaw(botUlaw, botPCM[:2*len(botUlaw)])
-	bot, botHeard := speakingBot(t, botUlaw)
 	dir := t.TempDir()
-	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: testdataPlugin("refecho"), upstream: upstream(t, bot.url, "raw")}},
-		recordMain(&recording.Spec{Dir: dir, Streams: []recording.Stream{recording.Reference}, MinFreeBytes: 1}))
-	c := dial(t, h.url+"/ws?call_id=tap-relay")
-	defer c.CloseNow()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for {
-			if _, _, err := c.Read(ctx); err != nil {
-				return
-			}
-		}
-	}()
+	r := refechoRelay(t, 4, "tap-relay", &recording.Spec{Dir: dir, Streams: []recording.Stream{recording.Reference}, MinFreeBytes: 1})
+	h := r.h
 	tap := openTap(t, h, "tap-relay")
 	if !tap.Info().Reference {
 		t.Fatal("a route whose plugin asks for the reference is tapped without it")
@@ -240,7 +220,7 @@ func TestTapOfARelayIsTheRecordedTimeline(t *testing.T) {
 	go func() {
 		var got []tapFrame
 		for {
-			err := tap.Read(ctx, func(f server.TapFrame) {
+			err := tap.Read(context.Background(), func(f server.TapFrame) {
 				got = append(got, tapFrame{f.AtMs, f.Lost, nil, bytes.Clone(f.Reference), bytes.Clone(f.Processed)})
 			})
 			if err != nil {
@@ -250,16 +230,7 @@ func TestTapOfARelayIsTheRecordedTimeline(t *testing.T) {
 		}
 	}()
 	sent := ulawSpeech(float64(frames*frameLen) / 8000)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for off := 0; off < len(sent); off += frameLen {
-		<-tick.C
-		if err := c.Write(ctx, websocket.MessageBinary, sent[off:off+frameLen]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, func() bool { return len(botHeard()) >= len(sent) })
-	c.Close(websocket.StatusNormalClosure, "")
+	r.talk(t, sent)
 	got := <-viewed
 	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
 	recorded := readRecorded(t, dir, "tap-relay")["reference"]
