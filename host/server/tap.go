@@ -90,8 +90,8 @@ type TapFrame struct {
 type Tap struct {
 	c    *call
 	info TapInfo
-	// caller is the caller leg's format, decoded on the viewer's
-	// goroutine.
+	// caller is the caller leg's format: the viewer's goroutine decodes
+	// the caller's frames from it.
 	caller codec.Format
 
 	mu sync.Mutex
