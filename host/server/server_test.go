@@ -478,13 +478,7 @@ func fetch(t *testing.T, h *testHost, path string) (int, string) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	hosttest.WaitFor(t, "the condition", cond)
 }
 
 func metrics(t *testing.T, h *testHost) string {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/voxhost/voxhost/host/catalog"
 	"github.com/voxhost/voxhost/host/pipeline"
@@ -211,5 +212,20 @@ func RejectsConfigs(t *testing.T, c *catalog.Catalog, file string, configs ...st
 		if key, _, _ := strings.Cut(cfg, "="); !strings.Contains(log.String(), key+" must be") {
 			t.Errorf("%s: rejected (%v), but the log does not name %s: %q", cfg, err, key, log.String())
 		}
+	}
+}
+
+// WaitFor polls cond until it holds, failing the test if a minute passes:
+// tests wait on a condition, never on the machine's speed, and the minute
+// only bounds a hang (a busy machine takes seconds where a quiet one takes
+// milliseconds).
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after a minute waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -342,18 +342,22 @@ func TestOpenLoopThroughAStall(t *testing.T) {
 	if res.FramesDue != due || res.FramesSent != due {
 		t.Errorf("frames due %d, sent %d; want %d of each", res.FramesDue, res.FramesSent, due)
 	}
-	// A closed-loop sender would send nothing while the replies stall.
+	// A closed-loop sender would send nothing while the replies stall (a
+	// frame a call at most); an open loop sends the stall's share of the
+	// frames, give or take what a busy machine delays or catches up.
 	inStall, want := srv.inStall.Load(), int64(calls*fps)*int64(stall)/int64(time.Second)
-	if float64(inStall) < 0.9*float64(want) || float64(inStall) > 1.1*float64(want) {
-		t.Errorf("the server read %d frames during the stall, want %d ± 10%%", inStall, want)
+	if inStall < want/2 || inStall > want*3/2 {
+		t.Errorf("the server read %d frames during the stall, want about %d", inStall, want)
 	}
 	if res.FramesReceived != due || res.ConnectionsFailed != 0 {
 		t.Errorf("received %d of %d, %d connections failed: %v", res.FramesReceived, due, res.ConnectionsFailed, res.Errors)
 	}
-	if res.RTT.Max < stall*8/10 || res.RTT.Max > stall*3/2 {
+	// The first frame of the stall waits it out; a busy machine adds to
+	// that, never takes from it.
+	if res.RTT.Max < stall*8/10 || res.RTT.Max > stall+time.Second {
 		t.Errorf("rtt max %v, want about the %v stall", res.RTT.Max, stall)
 	}
-	if res.RTT.P50 > 50*time.Millisecond {
+	if res.RTT.P50 > stall/2 {
 		t.Errorf("rtt p50 %v: most frames were not stalled", res.RTT.P50)
 	}
 	if res.Server != nil {
