@@ -14,7 +14,9 @@
 # conversions are WebAssembly's non-trapping ones (-mnontrapping-fptoint,
 # as AssemblyScript emitted), one instruction each where clang-14's default
 # wraps every conversion in a range check; every value these plugins
-# convert is in range, where both give the same integer.
+# convert is in range, where both give the same integer. -msign-ext lets
+# a 16-bit lane of stock_load4's word become a sample in one i32.extend16_s
+# (wazero: one movsx) rather than a shift left and a shift right.
 #
 #   make        builds NAME.wasm, byte for byte the committed one
 #   make clean  removes it
@@ -23,7 +25,7 @@ CLANG ?= clang-14
 WASM_OPT ?= wasm-opt
 SDK := ../../sdk/c
 TARGET := --target=wasm32 -nostdlib
-CFLAGS := $(TARGET) -mnontrapping-fptoint -O2 -I $(SDK)
+CFLAGS := $(TARGET) -mnontrapping-fptoint -msign-ext -O2 -I $(SDK)
 LDFLAGS := $(TARGET) -Wl,--no-entry -Wl,--initial-memory=65536 -Wl,--max-memory=65536 \
 	-Wl,--stack-first -Wl,-z,stack-size=512 -Wl,--strip-all
 
@@ -35,7 +37,7 @@ $(NAME).wasm: src/$(NAME).c ../c-stock/stock.h ../c-stock/src/sdk.c $(SDK)/voxho
 	$(CLANG) $(CFLAGS) -c -o sdk.o ../c-stock/src/sdk.c
 	$(CLANG) $(LDFLAGS) -o $@ $(NAME).o sdk.o
 	rm -f $(NAME).o sdk.o
-	$(WASM_OPT) --enable-nontrapping-float-to-int -O2 $@ -o $@
+	$(WASM_OPT) --enable-nontrapping-float-to-int --enable-sign-ext -O2 $@ -o $@
 
 clean:
 	rm -f $(NAME).wasm $(NAME).o sdk.o

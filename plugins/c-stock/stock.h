@@ -150,6 +150,24 @@ static inline int stock_whole_number(int32_t len, const char *key, double fallba
     return 0;
 }
 
+/* Four samples at a time: one 8-byte load and one 8-byte store instead of
+ * four of each, in the same order of samples. Under wazero every access to
+ * linear memory is bounds-checked (eight instructions), so a per-sample loop
+ * pays two checks a sample; a block of four pays two for all four
+ * (RATIONALE.md, "The WebAssembly tax on the stock DSP"). Lane k is sample
+ * k of the block (little-endian, as WebAssembly and the native hosts are). */
+static inline uint64_t stock_load4(const int16_t *s) {
+    uint64_t w;
+    __builtin_memcpy(&w, s, 8);
+    return w;
+}
+static inline int16_t stock_lane(uint64_t w, int k) { return (int16_t)(uint16_t)(w >> (16 * k)); }
+static inline uint64_t stock_pack4(int16_t a, int16_t b, int16_t c, int16_t d) {
+    return (uint64_t)(uint16_t)a | (uint64_t)(uint16_t)b << 16 | (uint64_t)(uint16_t)c << 32 |
+           (uint64_t)(uint16_t)d << 48;
+}
+static inline void stock_store4(int16_t *s, uint64_t w) { __builtin_memcpy(s, &w, 8); }
+
 /* Rounds to the nearest integer, ties to even (WebAssembly's f64.nearest). */
 static inline int32_t stock_nearest(double x) { return (int32_t)__builtin_rint(x); }
 

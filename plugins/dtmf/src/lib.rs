@@ -159,7 +159,29 @@ impl Dtmf {
         let mut s1 = self.s1;
         let mut s2 = self.s2;
         let mut energy = 0i64;
-        let pairs = xs.chunks_exact(2);
+        // Four samples (two steps) to one 8-byte load: under wazero every
+        // load from linear memory is bounds-checked (RATIONALE.md, "The
+        // WebAssembly tax on the stock DSP").
+        let quads = xs.chunks_exact(4);
+        let rest = quads.remainder();
+        for quad in quads {
+            // SAFETY: quad is four i16s, eight readable bytes, and
+            // read_unaligned needs no alignment. (Assembling the u64 from
+            // quad[0..4] is the same value, but LLVM keeps four loads.)
+            let q = u64::from_le(unsafe { core::ptr::read_unaligned(quad.as_ptr() as *const u64) });
+            for pair in [q as u32, (q >> 32) as u32] {
+                let (x0, x1) = (pair as u16 as i16 as i32, (pair >> 16) as u16 as i16 as i32);
+                energy += (x0 * x0) as i64 + (x1 * x1) as i64;
+                let (f0, f1) = (x0 as f32, x1 as f32);
+                for k in 0..8 {
+                    let a = (f0 - s2[k]) + c[k] * s1[k];
+                    let b = (f1 + c[k] * (f0 - s2[k])) + c2[k] * s1[k];
+                    s2[k] = a;
+                    s1[k] = b;
+                }
+            }
+        }
+        let pairs = rest.chunks_exact(2);
         let rest = pairs.remainder();
         for pair in pairs {
             let (x0, x1) = (pair[0] as i32, pair[1] as i32);

@@ -82,42 +82,62 @@ VOX_RATE {
     return input_rate;
 }
 
+/* The loop's state, in locals for the frame (gate_sample's callers copy
+ * the globals in and back). */
+struct gate_run {
+    double a_d, o_ms, c_ms, up, down, fl;
+    int32_t h_n;
+    double e, g;
+    int o;
+    int32_t h;
+};
+
+/* One sample through the gate. The tests are written !(a <= b) for a > b
+ * (and so on): the same for the numbers here, none of which is NaN, but
+ * the branch around their arm is then an f64.le that wazero fuses with its
+ * jump, where f64.gt and i32.eqz cost it eight instructions (RATIONALE.md,
+ * "The WebAssembly tax on the stock DSP"). */
+static inline int16_t gate_sample(struct gate_run *r, int16_t in) {
+    double x = (double)in;
+    r->e += (x * x - r->e) * r->a_d;
+    if (!(r->e <= (r->o ? r->c_ms : r->o_ms))) {
+        r->o = 1;
+        r->h = r->h_n;
+    } else if (r->h > 0) {
+        r->h--;
+    } else {
+        r->o = 0;
+    }
+    if (r->o) {
+        if (!(r->g >= 1.0)) {
+            r->g += r->up;
+            if (!(r->g <= 1.0)) r->g = 1.0;
+        }
+    } else if (!(r->g <= r->fl)) {
+        r->g *= r->down;
+        if (!(r->g >= r->fl)) r->g = r->fl;
+    }
+    /* |x g| <= |x|: no saturation needed. At g = 1 the sample is unchanged. */
+    return (int16_t)stock_nearest(x * r->g);
+}
+
 VOX_PROCESS {
     if (samples <= 0 || samples > VOX_BUFFER_BYTES / VOX_SAMPLE_BYTES) return VOX_BAD_LENGTH;
     int16_t *s = vox_samples();
     /* Locals, not globals, in the loop: the state is written back at the end. */
-    const double a_d = a_detect, o_ms = open_ms, c_ms = close_ms, up = attack_step, down = release_mul,
-                 fl = floor_gain;
-    const int32_t h_n = hold_samples;
-    double e = env, g = gain;
-    int o = is_open;
-    int32_t h = hold;
-    for (int32_t i = 0; i < samples; i++) {
-        double x = (double)s[i];
-        e += (x * x - e) * a_d;
-        if (e > (o ? c_ms : o_ms)) {
-            o = 1;
-            h = h_n;
-        } else if (h > 0) {
-            h--;
-        } else {
-            o = 0;
-        }
-        if (o) {
-            if (g < 1.0) {
-                g += up;
-                if (g > 1.0) g = 1.0;
-            }
-        } else if (g > fl) {
-            g *= down;
-            if (g < fl) g = fl;
-        }
-        /* |x g| <= |x|: no saturation needed. At g = 1 the sample is unchanged. */
-        s[i] = (int16_t)stock_nearest(x * g);
+    struct gate_run r = {a_detect, open_ms, close_ms, attack_step, release_mul, floor_gain, hold_samples,
+                         env, gain, is_open, hold};
+    int32_t i = 0;
+    for (; i + 4 <= samples; i += 4) {
+        uint64_t in = stock_load4(s + i);
+        int16_t y0 = gate_sample(&r, stock_lane(in, 0)), y1 = gate_sample(&r, stock_lane(in, 1)),
+                y2 = gate_sample(&r, stock_lane(in, 2)), y3 = gate_sample(&r, stock_lane(in, 3));
+        stock_store4(s + i, stock_pack4(y0, y1, y2, y3));
     }
-    env = e;
-    gain = g;
-    is_open = o;
-    hold = h;
+    for (; i < samples; i++) s[i] = gate_sample(&r, s[i]);
+    env = r.e;
+    gain = r.g;
+    is_open = r.o;
+    hold = r.h;
     return samples;
 }
