@@ -80,6 +80,10 @@ type call struct {
 	outEvents eventQueue
 	// rec records the call; nil when its route records nothing.
 	rec *recording.Recorder
+	// taps are the viewers the call feeds its frames to (tap.go), nil
+	// while there are none; tapMu serializes their changes.
+	taps  atomic.Pointer[[]*Tap]
+	tapMu sync.Mutex
 
 	// callerMu serializes what is rendered for and written to the caller:
 	// in a relay three goroutines write to it (frames from the playout,
@@ -321,6 +325,7 @@ func (c *call) frame(t0 time.Time) bool {
 	c.audioMs += int64(len(c.msg.Audio) / c.format.BytesPerMs())
 	c.rec.Caller(c.msg.Audio, ref)
 	c.rec.Processed(pcm)
+	c.tap(c.msg.Audio, ref, pcm)
 	if b := c.bot; b != nil {
 		lease.Release()
 		ok := b.sendAudio(pcm)

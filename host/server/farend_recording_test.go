@@ -25,44 +25,12 @@ import (
 // order the bot's own audio, with silence only where nothing played.
 func TestRecordedReferenceIsWhatThePluginGot(t *testing.T) {
 	const frameLen, frames = 160, 150 // 3 s
-	// The bot's voice is not the caller's (ulawSpeech): a reference fed
-	// from the wrong direction would not pass.
-	botPCM, rate, err := audiofile.ReadPCM("../../plugins/aec/testdata/bot_8k.wav")
-	if err != nil || rate != 8000 || len(botPCM) < 2*5*8000 {
-		t.Fatalf("fixture: %d samples at %d Hz, %v", len(botPCM)/2, rate, err)
-	}
-	botUlaw := make([]byte, 5*8000)
-	codec.EncodeUlaw(botUlaw, botPCM[:2*len(botUlaw)])
-	bot, botHeard := speakingBot(t, botUlaw)
 	dir := t.TempDir()
-	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: testdataPlugin("refecho"), upstream: upstream(t, bot.url, "raw")}},
-		recordMain(&recording.Spec{Dir: dir, Streams: []recording.Stream{recording.Caller, recording.CallerProcessed, recording.Reference}, MinFreeBytes: 1}))
-	c := dial(t, h.url+"/ws?call_id=ref-relay")
-	defer c.CloseNow()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // the caller's side reads what it is sent
-		for {
-			if _, _, err := c.Read(ctx); err != nil {
-				return
-			}
-		}
-	}()
-	// The caller talks in real time, so that its clock and the playout's
-	// run together as on a phone.
+	relay := refechoRelay(t, 5, "ref-relay", &recording.Spec{Dir: dir, Streams: []recording.Stream{recording.Caller, recording.CallerProcessed, recording.Reference}, MinFreeBytes: 1})
+	h, botUlaw, botHeard := relay.h, relay.botUlaw, relay.botHeard
 	sent := ulawSpeech(float64(frames*frameLen) / 8000)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for off := 0; off < len(sent); off += frameLen {
-		<-tick.C
-		if err := c.Write(ctx, websocket.MessageBinary, sent[off:off+frameLen]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, func() bool { return len(botHeard()) >= len(sent) })
-	c.Close(websocket.StatusNormalClosure, "")
+	relay.talk(t, sent)
 	assertMetric(t, h, `voxhost_recordings_total{outcome="complete"} 1`)
-
 	got := readRecorded(t, dir, "ref-relay")
 	sameSamples(t, "caller", got["caller"], ulawLinears(sent))
 	ref, out := got["reference"], got["caller_processed"]
@@ -105,4 +73,59 @@ func TestRecordedReferenceIsWhatThePluginGot(t *testing.T) {
 	}
 	t.Logf("the recorded reference is what the plugin got, all %d frames; the bot's audio plays from %d ms of the caller's clock; sent %.2f s, none %.2f s",
 		frames, first/8, sentSec, none)
+}
+
+// talkingRelay is a call relayed to a bot that talks, through refecho.
+type talkingRelay struct {
+	h *testHost
+	c *websocket.Conn
+	// botUlaw is what the bot says; botHeard what it has heard so far.
+	botUlaw  []byte
+	botHeard func() []byte
+}
+
+// refechoRelay places the call id, recorded by spec, on a route through
+// refecho (which answers each frame with its far-end reference) to a bot
+// that says the first seconds of bot_8k.wav (known audio, sent ahead a
+// second at a time as a TTS streams; not the caller's voice, so that a
+// reference fed from the wrong direction shows); the caller's side reads
+// what it is sent.
+func refechoRelay(t *testing.T, seconds int, id string, spec *recording.Spec) *talkingRelay {
+	t.Helper()
+	botPCM, rate, err := audiofile.ReadPCM("../../plugins/aec/testdata/bot_8k.wav")
+	if err != nil || rate != 8000 || len(botPCM) < 2*seconds*8000 {
+		t.Fatalf("fixture: %d samples at %d Hz, %v", len(botPCM)/2, rate, err)
+	}
+	botUlaw := make([]byte, seconds*8000)
+	codec.EncodeUlaw(botUlaw, botPCM[:2*len(botUlaw)])
+	bot, botHeard := speakingBot(t, botUlaw)
+	h := newRoutesHost(t, plugin.Options{}, map[string]routeSpec{"main": {inbound: testdataPlugin("refecho"), upstream: upstream(t, bot.url, "raw")}},
+		recordMain(spec))
+	c := dial(t, h.url+"/ws?call_id="+id)
+	t.Cleanup(func() { c.CloseNow() })
+	go func() {
+		for {
+			if _, _, err := c.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	return &talkingRelay{h: h, c: c, botUlaw: botUlaw, botHeard: botHeard}
+}
+
+// talk sends sent a 20 ms frame at a time in real time, so that the
+// caller's clock and the playout's run together as on a phone, waits until
+// the bot heard all of it, and hangs up.
+func (r *talkingRelay) talk(t *testing.T, sent []byte) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for off := 0; off < len(sent); off += 160 {
+		<-tick.C
+		if err := r.c.Write(context.Background(), websocket.MessageBinary, sent[off:off+160]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return len(r.botHeard()) >= len(sent) })
+	r.c.Close(websocket.StatusNormalClosure, "")
 }

@@ -48,6 +48,7 @@ type metrics struct {
 	bargeIns         *prometheus.CounterVec
 	pluginFrame      *prometheus.HistogramVec
 	farEnd           *farEndMetrics
+	taps             *tapMetrics
 
 	framesLate *prometheus.CounterVec
 	schedWait  prometheus.Histogram
@@ -204,6 +205,7 @@ func newMetrics(reg prometheus.Registerer, liveInstances func() float64) *metric
 		Name: "voxhost_calls_degraded_total", Help: "Plugins bypassed in calls over their CPU quota (over_quota: bypass_costliest), by route.",
 	}, []string{"route"})
 	m.farEnd = newFarEndMetrics(m.registry)
+	m.taps = newTapMetrics(m.registry)
 	m.registry.MustRegister(m.pluginFrame, m.framesLate, m.schedWait, m.degraded)
 	m.recording = recording.NewMetrics(m.registry)
 	m.dialect = newDialectMetrics(m.registry)

@@ -217,6 +217,8 @@ type Server struct {
 	// recordingDirs holds the directory of every route whose calls
 	// recorded (RecordingDirs).
 	recordingDirs sync.Map
+	// taps counts the call feeds open (Tap), bounded by MaxTaps.
+	taps atomic.Int64
 
 	mu    sync.Mutex
 	calls map[*call]struct{}

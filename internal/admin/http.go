@@ -63,6 +63,8 @@ type HandlerOptions struct {
 //	                         each plugin's sampled ns/frame) and the ended ones by outcome
 //	GET    /calls/{id}       one live call
 //	GET    /calls/{id}/recording[/{file}]  the call's recorded files, and one of them (audio/wav)
+//	GET    /calls/{id}/tap   the live call's audio as it runs (TapContentType): what the caller
+//	                         sent, the far-end reference the inbound stages got, their output
 //	GET    /debug/pprof/...  Go profiles of the process (net/http/pprof)
 //
 // Errors are JSON {"error": "..."}, with "problems" for an invalid module
@@ -80,6 +82,7 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /calls", h.listCalls)
 	mux.HandleFunc("GET /calls/{id}", h.getCall)
 	h.handleRecordings(mux, "")
+	h.handleTap(mux, "")
 	// Profiles of the live process, behind the same token: where a busy
 	// host spends its CPU is the first question when calls slow down. They
 	// show the command line and the heap, where secrets may be, so an API
@@ -99,7 +102,7 @@ func NewHandler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /debug/pprof/trace", prof(pprof.Trace))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf(
-			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload, POST /run, GET /calls, GET /calls/{id}, GET /calls/{id}/recording and GET /debug/pprof/", r.Method, r.URL.Path)})
+			"no endpoint %s %s; the admin API has GET /plugins, GET|PUT|DELETE /plugins/{name}, GET /pipelines, POST /reload, POST /run, GET /calls, GET /calls/{id}, GET /calls/{id}/recording, GET /calls/{id}/tap and GET /debug/pprof/", r.Method, r.URL.Path)})
 	})
 	return RequireBearer(h.opts.Tokens, "voxhost admin", "admin token", "admin.tokens")(mux)
 }
@@ -117,6 +120,7 @@ const ConsoleCallPrefix = "console-"
 //	                   of each recording not its directory
 //	GET  /calls/{id}   one live call the console placed (its id begins ConsoleCallPrefix)
 //	GET  /calls/{id}/recording[/{file}]  the recording of a call the console placed
+//	GET  /calls/{id}/tap  the audio of a live call the console placed, as it runs
 //	POST /run          as the admin API's
 //
 // It changes nothing, and it shows no bot's URL and lists no calls: the
@@ -134,8 +138,9 @@ func NewConsoleAPI(opts HandlerOptions) http.Handler {
 		h.getCall(w, r)
 	})
 	h.handleRecordings(mux, ConsoleCallPrefix)
+	h.handleTap(mux, ConsoleCallPrefix)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no endpoint %s %s; the console API has GET /pipelines, GET /calls/{id}, GET /calls/{id}/recording and POST /run", r.Method, r.URL.Path)
+		writeError(w, http.StatusNotFound, "no endpoint %s %s; the console API has GET /pipelines, GET /calls/{id}, GET /calls/{id}/recording, GET /calls/{id}/tap and POST /run", r.Method, r.URL.Path)
 	})
 	return RequireBearer(opts.Tokens, "voxhost", "token", "auth.tokens")(mux)
 }

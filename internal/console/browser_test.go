@@ -679,6 +679,14 @@ func TestCallFromTheMicrophone(t *testing.T) {
 				t.Errorf("the cost table does not show %s: %q", name, costs)
 			}
 		}
+		// The host's lanes: the route keeps no far-end reference, so the
+		// timeline has a processed lane and no reference lane.
+		if info := eval[*liveInfo](t, ctx, `window.voxhostLive.info()`); info == nil || info.Reference {
+			t.Errorf("the host's tap of a route without a reference says %+v", info)
+		}
+		if !eval[bool](t, ctx, `document.getElementById('live-reference-key').hidden`) {
+			t.Error("the timeline's key shows a reference lane for a route without one")
+		}
 		screenshot(t, ctx, "call")
 		// The call is in the list of live calls.
 		row := fmt.Sprintf(`#calls tr[data-id=%q]`, st.CallID)

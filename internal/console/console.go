@@ -1,8 +1,10 @@
 // Package console serves voxhost's browser console: a page that places a
 // call from the microphone over the raw protocol and plays back what comes
-// back, draws the plugins' events over the waveforms of both directions,
-// shows each plugin's cost per frame and the live calls, and runs an
-// uploaded file through a route as voxhost run would.
+// back, draws the plugins' events over the waveforms of both directions
+// and, from the host's tap of the call (GET /calls/{id}/tap), the far-end
+// reference and the inbound stages' output, shows each plugin's cost per
+// frame and the live calls (any of which it can watch the same way), and
+// runs an uploaded file through a route as voxhost run would.
 //
 // The page is static (embedded plain JavaScript modules, no build step)
 // and holds no data, so it is served to anyone who can reach the listener;

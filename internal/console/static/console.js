@@ -7,6 +7,8 @@ import {timeline, waveform, spectrogramImage, eventStyle, peaksOf} from './draw.
 import {showRecording, clearRecording} from './recording.js';
 import {setFarEndRoutes, runBody, showFarEnd, clearFarEnd} from './farend.js';
 import {renderMedia} from './media.js';
+import {HostLanes} from './livelane.js';
+import {setWatchFetch, watchButton} from './watch.js';
 
 const settings = JSON.parse(document.getElementById('settings').textContent);
 const $ = (id) => document.getElementById(id);
@@ -51,10 +53,30 @@ async function request(method, path, {body, type, signal} = {}) {
 }
 
 // fetchFile fetches a path of the API with the token, for a body that is
-// not JSON (a recorded WAV file).
-function fetchFile(path) {
-  return fetch(settings.api + path, {headers: token ? {Authorization: 'Bearer ' + token} : {}, cache: 'no-store'});
+// not JSON (a recorded WAV file, a live call's tap).
+function fetchFile(path, signal) {
+  return fetch(settings.api + path, {headers: token ? {Authorization: 'Bearer ' + token} : {}, cache: 'no-store', signal});
 }
+
+// The host's lanes of the page's own call (livelane.js), drawn in its
+// timeline.
+const callLanes = new HostLanes({
+  drop: $('live-drop'),
+  shown: (info) => {
+    $('live-lanes').hidden = false;
+    $('live-reference-key').hidden = !info.reference;
+    $('timeline').classList.add('host-lanes');
+  },
+  cleared: () => {
+    $('live-lanes').hidden = true;
+    $('timeline').classList.remove('host-lanes');
+  },
+  state: (s) => { document.body.dataset.live = s; },
+});
+// window.voxhostLive lets a test read the lanes the host sent and the
+// figures the page shows.
+window.voxhostLive = callLanes.hook();
+setWatchFetch(fetchFile);
 
 // ---- log in -------------------------------------------------------------
 
@@ -352,6 +374,7 @@ function run(c) {
     endCall(c, e.reason ? `${e.reason} (${e.code})` : `closed (${e.code})`, 'ended');
   };
   ws.onerror = () => {};
+  callLanes.start(c.callID, fetchFile, () => call === c && c.state === 'connected');
   c.poll = setInterval(() => pollCosts(c), 1000);
   c.raf = requestAnimationFrame(function frame() {
     drawTimeline();
@@ -418,8 +441,15 @@ function drawTimeline() {
   if (!call || $('view-call').hidden) return;
   // Now is the input's time, in which the events are stamped: what came
   // back in a burst after a lag may be drawn a little past it.
-  timeline($('timeline'), {inPeaks: call.inPeaks, outPeaks: call.outPeaks, events: call.events.concat(call.keys || []),
-    nowMs: call.sentMs || 0});
+  // The host's lanes (livelane.js) go between the microphone's and what
+  // came back: the reference beside the caller, then what the stages
+  // made of the two.
+  const host = callLanes.lanes();
+  const lanes = [{peaks: call.inPeaks || [], fill: '--input', label: 'in'}];
+  if (host && host.reference) lanes.push({peaks: host.reference, fill: '--reference', label: 'reference'});
+  if (host) lanes.push({peaks: host.processed, fill: '--processed', label: 'processed'});
+  lanes.push({peaks: call.outPeaks || [], fill: '--output', label: 'out'});
+  timeline($('timeline'), {lanes, events: call.events.concat(call.keys || []), nowMs: call.sentMs || 0});
 }
 
 async function pollCosts(c) {
@@ -489,6 +519,7 @@ function hangUp(why) {
 function clearCallView() {
   $('dtmf-sent').textContent = 'the keys send DTMF during a call';
   clearRecording();
+  callLanes.clear();
   $('events').tBodies[0].replaceChildren();
   $('costs').tBodies[0].replaceChildren();
   $('costs-note').textContent = '';
@@ -574,6 +605,9 @@ function renderCalls(data) {
       c.frames ?? '', costs || '—']) {
       row.insertCell().textContent = v;
     }
+    // A call whose stream started can be watched.
+    const watch = row.insertCell();
+    if (c.route) watch.append(watchButton(c.id));
   }
   renderMedia(list);
   $('calls-count').textContent = `${list.length} live call${list.length === 1 ? '' : 's'}`;

@@ -95,30 +95,32 @@ function axis(g, xOf, fromMs, toMs, y, w) {
   }
 }
 
-// timeline draws the live call up to nowMs, its audio time: input and
-// output peaks per 20 ms slot (arrays indexed by slot), events, in a
-// window of windowMs that ends at nowMs (the first windowMs of a younger
-// call). A speech span still open ends at nowMs.
-export function timeline(canvas, {inPeaks, outPeaks, events, nowMs, windowMs = 10000}) {
+// timeline draws the live call up to nowMs, its audio time: lanes, top
+// to bottom, each {peaks, fill, label} with its peaks per 20 ms slot (an
+// array indexed by slot), and the events, in a window of windowMs that
+// ends at nowMs (the first windowMs of a younger call). A speech span
+// still open ends at nowMs; it is shaded on the first lane, where the
+// caller's speech is.
+export function timeline(canvas, {lanes, events, nowMs, windowMs = 10000}) {
   const {g, w, h} = fit(canvas);
   g.clearRect(0, 0, w, h);
   const fromMs = Math.max(0, nowMs - windowMs);
   const xOf = (t) => (t - fromMs) / windowMs * w;
-  const laneH = (h - 20) / 2;
-  g.fillStyle = colour('--lane');
-  g.fillRect(0, 0, w, laneH);
-  g.fillRect(0, laneH + 2, w, laneH);
-  speechSpans(g, events, xOf, 0, laneH, nowMs);
+  const laneH = (h - 20) / lanes.length - 2;
   const first = Math.floor(fromMs / 20);
   const dx = 20 / windowMs * w;
-  lane(g, inPeaks.slice(first), xOf(first * 20), dx, 0, laneH, colour('--input'));
-  lane(g, outPeaks.slice(first), xOf(first * 20), dx, laneH + 2, laneH, colour('--output'));
-  markers(g, events, xOf, 0, 2 * laneH + 2, w);
-  g.fillStyle = colour('--muted');
   g.font = '12px system-ui, sans-serif';
   g.textBaseline = 'bottom';
-  g.fillText('in', 4, laneH - 2);
-  g.fillText('out', 4, 2 * laneH);
+  lanes.forEach((l, i) => {
+    const top = i * (laneH + 2);
+    g.fillStyle = colour('--lane');
+    g.fillRect(0, top, w, laneH);
+    if (i === 0) speechSpans(g, events, xOf, 0, laneH, nowMs);
+    lane(g, l.peaks.slice(first), xOf(first * 20), dx, top, laneH, colour(l.fill));
+  });
+  markers(g, events, xOf, 0, lanes.length * (laneH + 2) - 2, w);
+  g.fillStyle = colour('--muted');
+  lanes.forEach((l, i) => g.fillText(l.label, 4, i * (laneH + 2) + laneH - 2));
   axis(g, xOf, fromMs, fromMs + windowMs, h, w);
 }
 

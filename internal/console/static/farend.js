@@ -87,15 +87,17 @@ const dB = (eIn, eOut) => 10 * Math.log10(Math.max(eIn, 1) / Math.max(eOut, 1));
 // compare measures, over the frames where the reference plays, how far
 // the processed audio is below the input: {frames, active, dropDB,
 // bySecond}, the drop over the whole file and second by second (a
-// canceller converging), null where no frame was active.
-export function compare(input, reference, processed) {
-  const frames = Math.floor(input.length / FRAME);
-  const floor = FRAME * (32768 * 10 ** (ACTIVE_DBFS / 20)) ** 2;
+// canceller converging), null where no frame was active. The three are at
+// one rate, frame samples to 20 ms (FRAME at 8 kHz). The live call's lanes
+// (livelane.js) are measured by it too.
+export function compare(input, reference, processed, frame = FRAME) {
+  const frames = Math.floor(input.length / frame);
+  const floor = frame * (32768 * 10 ** (ACTIVE_DBFS / 20)) ** 2;
   let active = 0, eIn = 0, eOut = 0;
   const bySecond = [];
   let sIn = 0, sOut = 0, sActive = 0;
   for (let k = 0; k < frames; k++) {
-    const from = k * FRAME, to = from + FRAME;
+    const from = k * frame, to = from + frame;
     if (energy(reference, from, to) > floor) {
       const i = energy(input, from, to), o = energy(processed, from, to);
       active++; eIn += i; eOut += o;
