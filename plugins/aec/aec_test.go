@@ -415,21 +415,54 @@ func lineNoise(n int, dBFS float64, seed uint64) []float64 {
 	return x
 }
 
+// bargeInNearAt is where, in the barge-in tests, the caller talks over the
+// bot: after a minute of its echo alone.
+const bargeInNearAt = 61 * rate
+
+// bargeInFarEnd is the barge-in tests' far end: the bot talking for 63 s.
+func bargeInFarEnd(t *testing.T) []float64 {
+	return tile(load(t, "bot_8k.wav"), bargeInNearAt+2*rate)
+}
+
+// checkBargeIns adds the caller at bargeInNearAt to mic (the echo of far,
+// and whatever else the test put in it), runs "aec | vad barge_in=true",
+// and asks for no clear before the caller and one within 300 ms of the
+// caller's first sample.
+func checkBargeIns(t *testing.T, mic, far []float64) {
+	t.Helper()
+	caller := load(t, "caller_8k.wav")
+	onset := 0
+	for onset < len(caller) && math.Abs(caller[onset]) < 100 {
+		onset++
+	}
+	for i, v := range caller[onset:] {
+		if bargeInNearAt+i < len(mic) {
+			mic[bargeInNearAt+i] += v
+		}
+	}
+	var got clears
+	chain(t, "aec | vad barge_in=true", mic, far, &got)
+	echoOnly := sort.SearchInts(got.at, bargeInNearAt)
+	over := -1
+	if echoOnly < len(got.at) {
+		over = got.at[echoOnly] - bargeInNearAt
+	}
+	t.Logf("barge-ins on the echo alone (0-61 s): %d %v; the caller over the bot: cleared after %d ms", echoOnly, got.at, over*1000/rate)
+	if echoOnly != 0 {
+		t.Errorf("%d barge-ins on the bot's own echo in 61 s, want none", echoOnly)
+	}
+	if over < 0 || over*1000/rate > 300 {
+		t.Errorf("the caller over the bot cleared it after %d ms (-1: never), want within 300 ms", over*1000/rate)
+	}
+}
+
 // The bot's own echo cannot barge in (issue 23): "aec | vad barge_in=true"
 // over a minute of the bot talking, its echo coming back over paths of the
 // issue's range, with and without line noise, emits no clear at all; and
 // the caller talking over the bot (at 61 s, over its echo) is a barge-in
 // within 300 ms of its first sample.
 func TestEchoCannotBargeIn(t *testing.T) {
-	bot := load(t, "bot_8k.wav")
-	caller := load(t, "caller_8k.wav")
-	onset := 0
-	for onset < len(caller) && math.Abs(caller[onset]) < 100 {
-		onset++
-	}
-	const nearAt = 61 * rate
-	n := nearAt + 2*rate
-	far := tile(bot, n)
+	far := bargeInFarEnd(t)
 	for _, c := range []struct {
 		path    echoPath
 		noiseDB float64 // 0: none
@@ -441,29 +474,11 @@ func TestEchoCannotBargeIn(t *testing.T) {
 		t.Run(fmt.Sprintf("delay%.0fms_%.0fdB_noise%.0fdBFS", c.path.delayMs, c.path.gainDB, c.noiseDB), func(t *testing.T) {
 			mic := convolve(far, c.path.response())
 			if c.noiseDB != 0 {
-				for i, v := range lineNoise(n, c.noiseDB, uint64(c.path.seed)) {
+				for i, v := range lineNoise(len(mic), c.noiseDB, uint64(c.path.seed)) {
 					mic[i] += v
 				}
 			}
-			for i, v := range caller[onset:] {
-				if nearAt+i < n {
-					mic[nearAt+i] += v
-				}
-			}
-			var got clears
-			chain(t, "aec | vad barge_in=true", mic, far, &got)
-			echoOnly := sort.SearchInts(got.at, nearAt)
-			over := -1
-			if echoOnly < len(got.at) {
-				over = got.at[echoOnly] - nearAt
-			}
-			t.Logf("barge-ins on the echo alone (0-61 s): %d %v; the caller over the bot: cleared after %d ms", echoOnly, got.at, over*1000/rate)
-			if echoOnly != 0 {
-				t.Errorf("%d barge-ins on the bot's own echo in 61 s, want none", echoOnly)
-			}
-			if over < 0 || over*1000/rate > 300 {
-				t.Errorf("the caller over the bot cleared it after %d ms (-1: never), want within 300 ms", over*1000/rate)
-			}
+			checkBargeIns(t, mic, far)
 		})
 	}
 }
@@ -474,15 +489,9 @@ func TestEchoCannotBargeIn(t *testing.T) {
 // a minute of echo whose path changes every 20 s emits no clear, and the
 // caller over the bot at 61 s is a barge-in within 300 ms.
 func TestEchoCannotBargeInAcrossPathChanges(t *testing.T) {
-	bot := load(t, "bot_8k.wav")
-	caller := load(t, "caller_8k.wav")
-	onset := 0
-	for onset < len(caller) && math.Abs(caller[onset]) < 100 {
-		onset++
-	}
-	const nearAt, every = 61 * rate, 20 * rate
-	n := nearAt + 2*rate
-	far := tile(bot, n)
+	const every = 20 * rate
+	far := bargeInFarEnd(t)
+	n := len(far)
 	for _, paths := range [][]echoPath{
 		{{delayMs: 60, tailMs: 40, gainDB: -10, seed: 7}, {delayMs: 110, tailMs: 50, gainDB: -8, seed: 8}, {delayMs: 60, tailMs: 40, gainDB: -6, seed: 7}},
 		{{delayMs: 80, tailMs: 40, gainDB: -20, seed: 12}, {delayMs: 80, tailMs: 40, gainDB: -6, seed: 12}, {delayMs: 200, tailMs: 60, gainDB: -6, seed: 16}},
@@ -501,25 +510,7 @@ func TestEchoCannotBargeInAcrossPathChanges(t *testing.T) {
 				}
 				copy(mic[k*every:end], convolve(far, p.response())[k*every:end])
 			}
-			for i, v := range caller[onset:] {
-				if nearAt+i < n {
-					mic[nearAt+i] += v
-				}
-			}
-			var got clears
-			chain(t, "aec | vad barge_in=true", mic, far, &got)
-			echoOnly := sort.SearchInts(got.at, nearAt)
-			over := -1
-			if echoOnly < len(got.at) {
-				over = got.at[echoOnly] - nearAt
-			}
-			t.Logf("barge-ins on the echo alone (0-61 s, the path changing at 20 and 40 s): %d %v; the caller over the bot: cleared after %d ms", echoOnly, got.at, over*1000/rate)
-			if echoOnly != 0 {
-				t.Errorf("%d barge-ins on the bot's own echo in 61 s, want none", echoOnly)
-			}
-			if over < 0 || over*1000/rate > 300 {
-				t.Errorf("the caller over the bot cleared it after %d ms (-1: never), want within 300 ms", over*1000/rate)
-			}
+			checkBargeIns(t, mic, far)
 		})
 	}
 }
