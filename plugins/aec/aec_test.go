@@ -420,7 +420,7 @@ func lineNoise(n int, dBFS float64, seed uint64) []float64 {
 const bargeInNearAt = 61 * rate
 
 // bargeInFarEnd is the barge-in tests' far end: the bot talking for 63 s.
-func bargeInFarEnd(t *testing.T) []float64 {
+func bargeInFarEnd(t testing.TB) []float64 {
 	return tile(load(t, "bot_8k.wav"), bargeInNearAt+2*rate)
 }
 
