@@ -35,20 +35,60 @@
 #define MAX_BLOCK (MAX_RATE / BLOCKS_PER_SECOND)
 /* The filter's length when the delay is estimated (no delay_ms): the echo's
  * own length after its first reflection, with the estimator's margin. */
-#define ESTIMATED_TAIL_MS 120
+#define ESTIMATED_TAIL_MS 100
 #define FIXED_TAIL_MS 260
 
 static double tail_ms = 0, delay_ms = -1, suppress_db = -40, suppress_active_db = -15, nlp_db = -60;
 static int denoise = 1;
 
-static SpeexEchoState *echo;
+static SpeexEchoState *echo, *shadow;
 static SpeexPreprocessState *pre;
 static int block, tail;
 
-/* The reference's history, a ring of MAX_DELAY + MAX_BLOCK samples written
- * as the host gives it; the filter reads it delay samples back, so that
- * the estimator can move the delay at once. */
-#define HISTORY (MAX_DELAY + MAX_BLOCK)
+/* The shadow canceller. MDF re-learns a changed echo path slowly: its
+ * learning rate follows its leakage estimate, which tracks over seconds, so
+ * a converged filter whose path changed (the caller moved the handset)
+ * takes 2-3 s to cancel again, and restarting it on a suspected change
+ * would throw away a good filter each time double talk looks like one
+ * (the caller's voice is what the filter cannot explain, as a new path's
+ * echo is). So a suspected change starts a second, fresh MDF (shadow)
+ * beside the running one instead: the delay estimator starts again from
+ * nothing (what it had is the old path's), and once it has locked, the
+ * shadow sits at the delay found and is fed the microphone and reference
+ * from SHADOW_LOOKBACK blocks before the suspicion on (kept in rings),
+ * CATCH_UP blocks more per block until it has caught up, so that it learns
+ * from the change on. It takes over only when its output is SWAP_RATIO
+ * under the running filter's over the last 200 ms of the far end talking;
+ * one that has not within SHADOW_BLOCKS is dropped. A false suspicion
+ * costs CPU, not the running filter. The suspicion: a filter that had
+ * converged whose ERLE falls under SUSPECT_ERLE for SUSPECT_BLOCKS while
+ * the far end talks (below). While the estimator relocks (RELOCK_BLOCKS)
+ * the NLP does not ask MDF whether the caller talks (Geigel's test does),
+ * and each delay it confirms (with EST_RELOCK_MARGIN, the caller not
+ * asked: a wrong one costs only the shadow) that is not the shadow's
+ * starts the shadow again there. An estimate out of the running filter's
+ * reach once it has converged also goes to the shadow, not to a restart. */
+#define BACKLOG 64 /* blocks of the microphone kept: 1.28 s */
+#define SHADOW_LOOKBACK 6 /* the suspicion comes 100-140 ms after a change */
+#define CATCH_UP 3
+#define SUSPECT_ERLE 4.0f /* 6 dB */
+#define SUSPECT_BLOCKS 3
+#define SWAP_RATIO 0.5f /* 3 dB */
+#define SWAP_MIN_BLOCKS 5
+#define SHADOW_ERLE 2.0f /* 3 dB */
+#define SHADOW_BLOCKS 150
+#define RELOCK_BLOCKS 75 /* the estimator's time to find the delay again */
+static spx_int16_t mic_ring[BACKLOG][MAX_BLOCK], shadow_mic[MAX_BLOCK], shadow_far[MAX_BLOCK], shadow_out[MAX_BLOCK];
+/* relocking: blocks since the suspicion (-1: none); shadow_next: the block
+ * the shadow takes next (-1: no shadow) */
+static int relocking = -1, relock_from, shadow_next = -1, shadow_from, shadow_delay, shadow_compared, suspect;
+static float sus_mic, sus_out, cmp_mic, cmp_main, cmp_shadow, shadow_conv_mic, shadow_conv_out;
+static int had_converged;
+
+/* The reference's history, a ring of MAX_DELAY + BACKLOG blocks written as
+ * the host gives it; the filter reads it delay samples back, so that the
+ * estimator can move the delay at once, and the shadow past blocks. */
+#define HISTORY (MAX_DELAY + (BACKLOG + 1) * MAX_BLOCK)
 static spx_int16_t history[HISTORY];
 static int delay, history_pos;
 static spx_int16_t far_block[MAX_BLOCK], out_block[MAX_BLOCK];
@@ -79,8 +119,9 @@ static spx_int16_t far_block[MAX_BLOCK], out_block[MAX_BLOCK];
 #define EST_MARGIN 1.5f
 #define EST_APART 6 /* lags: 24 ms, more than an echo tail's smearing of the peak */
 #define EST_CONFIRM 3
+#define EST_RELOCK_MARGIN 1.25f
 #define EST_MIN_FAR 20.0f /* the reference's changes must have this much energy (a few onsets) */
-#define EST_PRE_MS 20
+#define EST_PRE_MS 24
 #define EST_ROOM_MS 40 /* what the filter must hold after the first reflection */
 static int estimating;
 static float est_far[EST_LAGS], est_corr[EST_LAGS], est_mm, est_ff, est_last_mic, est_last_far;
@@ -183,7 +224,8 @@ VOX_RATE {
     nlp_floor = (float)__builtin_pow(10, nlp_db / 20);
     dither = nlp_floor < 1 ? 32768 * (float)__builtin_pow(10, DITHER_DBFS / 20.0) : 0;
     echo = speex_echo_state_init(block, tail);
-    pre = echo ? speex_preprocess_state_init(block, input_rate) : 0;
+    shadow = echo ? speex_echo_state_init(block, tail) : 0;
+    pre = shadow ? speex_preprocess_state_init(block, input_rate) : 0;
     if (!pre) {
         vox_log(VOX_LOG_ERROR, "aec: out of memory for the echo canceller's state");
         return VOX_ERROR;
@@ -191,6 +233,7 @@ VOX_RATE {
     spx_int32_t rate = input_rate, off = 0, denoise_on = denoise;
     spx_int32_t suppress = (spx_int32_t)suppress_db, active = (spx_int32_t)suppress_active_db;
     speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate);
+    speex_echo_ctl(shadow, SPEEX_ECHO_SET_SAMPLING_RATE, &rate);
     speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_ECHO_STATE, echo);
     speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, &suppress);
     speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, &active);
@@ -208,7 +251,8 @@ VOX_RATE {
 static void restart(const char *why, int ms) {
     speex_echo_state_reset(echo);
     conv_mic = conv_out = 0;
-    converged = 0;
+    converged = had_converged = 0;
+    shadow_next = -1;
     int rate = block * BLOCKS_PER_SECOND;
     char buf[160];
     vox_text t = vox_text_init(buf, sizeof buf);
@@ -226,6 +270,19 @@ static void restart(const char *why, int ms) {
     vox_text_int(&t, (int64_t)(delay + tail) * 1000 / rate);
     vox_text_str(&t, " ms");
     vox_log_text(VOX_LOG_INFO, &t);
+}
+
+/* The shadow starts, fresh, with its delay line at `at` samples, on the
+ * blocks from SHADOW_LOOKBACK before block `since` (or the oldest kept) on. */
+static void start_shadow(int at, int since) {
+    speex_echo_state_reset(shadow);
+    shadow_delay = at;
+    shadow_next = since - SHADOW_LOOKBACK;
+    if (shadow_next < blocks_done - BACKLOG + 1) shadow_next = blocks_done - BACKLOG + 1;
+    if (shadow_next < 1) shadow_next = 1;
+    shadow_from = blocks_done;
+    shadow_compared = 0;
+    cmp_mic = cmp_main = cmp_shadow = shadow_conv_mic = shadow_conv_out = 0;
 }
 
 static float log_power(const int16_t *x, int n) {
@@ -260,14 +317,14 @@ static void estimate_delay(const int16_t *mic, const int16_t *ref) {
     for (int l = 0; l < EST_LAGS; l++)
         if ((l < best - EST_APART || l > best + EST_APART) && est_corr[l] > second) second = est_corr[l];
     float peak = est_corr[best];
-    if (!(peak > EST_MIN_RHO * __builtin_sqrtf(est_mm * est_ff)) || peak < EST_MARGIN * second) {
+    if (!(peak > EST_MIN_RHO * __builtin_sqrtf(est_mm * est_ff)) || peak < (relocking >= 0 ? EST_RELOCK_MARGIN : EST_MARGIN) * second) {
         est_agree = 0;
         return;
     }
     /* the same lag (within 8 ms) EST_CONFIRM blocks running, the caller
      * silent (a common onset of the caller and the bot, turn taking, is a
      * lag too) unless there is no estimate yet */
-    if (caller_hangover > 0 && estimated_ms >= 0) {
+    if (caller_hangover > 0 && estimated_ms >= 0 && relocking < 0) {
         est_agree = 0;
         return;
     }
@@ -279,11 +336,103 @@ static void estimate_delay(const int16_t *mic, const int16_t *ref) {
     if (room > tail / 2) room = tail / 2;
     int first = estimated_ms < 0;
     estimated_ms = best * 4;
+    int at = lag > pre_margin ? lag - pre_margin : 0;
+    if (relocking >= 0) {
+        /* found again after a suspected change: the shadow moves there
+         * unless it is there already */
+        int now = shadow_next < 0 ? delay : shadow_delay;
+        if (at < now - pre_margin / 2 || at > now + pre_margin / 2) start_shadow(at, relock_from);
+        return;
+    }
     /* within reach; the first estimate centres the filter on the echo
      * unless it has converged already */
     if (lag >= delay && lag + room <= delay + tail && !(first && !converged)) return;
-    delay = lag > pre_margin ? lag - pre_margin : 0;
+    /* a filter that has converged is kept until a shadow at the new
+     * delay does better */
+    if (had_converged) {
+        if (shadow_next < 0) start_shadow(at, blocks_done);
+        return;
+    }
+    delay = at;
     restart("echo delay ", estimated_ms);
+}
+
+/* A suspected change of the echo path: the estimator starts again (what it
+ * has measured is the old path's), or, with a fixed delay, the shadow
+ * starts at once. */
+static void suspect_change(void) {
+    if (!estimating) {
+        start_shadow(delay, blocks_done);
+        return;
+    }
+    for (int l = 0; l < EST_LAGS; l++) est_corr[l] = 0;
+    est_mm = est_ff = 0;
+    est_agree = 0;
+    relocking = 0;
+    relock_from = blocks_done;
+    start_shadow(delay, blocks_done);
+}
+
+static float excess(float p) { return p > mic_floor ? p - mic_floor : 0; }
+
+static float power(const int16_t *x, int n) {
+    float e = 0;
+    for (int i = 0; i < n; i++) e += (float)x[i] * x[i];
+    return e;
+}
+
+/* The shadow's blocks of this block (catching up, CATCH_UP more), and, on
+ * the block it has caught up, its output against the running filter's
+ * (out_block); it takes over when its output is SWAP_RATIO under it. */
+static void run_shadow(float p_mic, int far_active) {
+    for (int n = 0; n <= CATCH_UP && shadow_next <= blocks_done; n++, shadow_next++) {
+        int back = (blocks_done - shadow_next + 1) * block;
+        for (int i = 0; i < block; i++) {
+            int at = history_pos - (back - i) - shadow_delay;
+            shadow_far[i] = history[at < 0 ? at + HISTORY : at];
+            shadow_mic[i] = mic_ring[shadow_next % BACKLOG][i];
+        }
+        speex_echo_cancellation(shadow, shadow_mic, shadow_far, shadow_out);
+    }
+    if (shadow_next <= blocks_done) return; /* still catching up */
+    if (far_active) {
+        float p_shadow = power(shadow_out, block), p_main = power(out_block, block);
+        cmp_mic = 0.9f * cmp_mic + excess(p_mic);
+        cmp_main = 0.9f * cmp_main + excess(p_main);
+        cmp_shadow = 0.9f * cmp_shadow + excess(p_shadow);
+        shadow_conv_mic = 0.96f * shadow_conv_mic + excess(p_mic);
+        shadow_conv_out = 0.96f * shadow_conv_out + excess(p_shadow);
+        shadow_compared++;
+    }
+    if (shadow_compared >= SWAP_MIN_BLOCKS && cmp_main > 0 && cmp_shadow < SWAP_RATIO * cmp_main && cmp_mic > SHADOW_ERLE * cmp_shadow) {
+        SpeexEchoState *old = echo;
+        echo = shadow;
+        shadow = old;
+        speex_preprocess_ctl(pre, SPEEX_PREPROCESS_SET_ECHO_STATE, echo);
+        int rate = block * BLOCKS_PER_SECOND;
+        char buf[200];
+        vox_text t = vox_text_init(buf, sizeof buf);
+        vox_text_str(&t, "aec: echo path changed at ");
+        vox_text_fixed(&t, (double)blocks_done / BLOCKS_PER_SECOND, 2);
+        vox_text_str(&t, " s: a second filter over ");
+        vox_text_int(&t, (int64_t)shadow_delay * 1000 / rate);
+        vox_text_str(&t, " to ");
+        vox_text_int(&t, (int64_t)(shadow_delay + tail) * 1000 / rate);
+        vox_text_str(&t, " ms, started at ");
+        vox_text_fixed(&t, (double)shadow_from / BLOCKS_PER_SECOND, 2);
+        vox_text_str(&t, " s, takes over, ");
+        vox_text_fixed(&t, 10 * __builtin_log10f(cmp_main / cmp_shadow), 1);
+        vox_text_str(&t, " dB under the first");
+        vox_log_text(VOX_LOG_INFO, &t);
+        delay = shadow_delay;
+        conv_mic = shadow_conv_mic;
+        conv_out = shadow_conv_out;
+        had_converged = 0; /* until it has converged: no suspicion of it */
+        for (int i = 0; i < block; i++) out_block[i] = shadow_out[i];
+        shadow_next = -1;
+    } else if (blocks_done - shadow_from > SHADOW_BLOCKS) {
+        shadow_next = -1;
+    }
 }
 
 static int peak(const int16_t *x, int n) {
@@ -299,6 +448,7 @@ static int peak(const int16_t *x, int n) {
  * the preprocessor, the NLP; mic is processed in place. */
 static void cancel_block(int16_t *mic, const int16_t *ref) {
     blocks_done++;
+    for (int i = 0; i < block; i++) mic_ring[blocks_done % BACKLOG][i] = mic[i];
     if (estimating) estimate_delay(mic, ref);
     for (int i = 0; i < block; i++) {
         history[history_pos] = ref[i];
@@ -307,19 +457,37 @@ static void cancel_block(int16_t *mic, const int16_t *ref) {
         if (++history_pos == HISTORY) history_pos = 0;
     }
     /* the far end that can be echoing now: delay to delay + tail back, or
-     * all of the search range while the delay is not known */
-    far_peaks[peak_pos] = peak(ref, block);
+     * all of the search range while the delay is not known; and that
+     * more recent than the span (early_peak), and the shadow's span */
+    int far_now = far_peaks[peak_pos] = peak(ref, block);
     int first = delay / block, last = (delay + tail) / block + 1;
     if (estimating && estimated_ms < 0) first = 0, last = ((EST_LAGS - 1) * 4 * BLOCKS_PER_SECOND * block / 1000 + tail) / block + 1;
     if (last >= SPAN_BLOCKS) last = SPAN_BLOCKS - 1;
-    int span_peak = 0;
-    for (int a = first, b = peak_pos - first; a <= last; a++, b--) {
+    int sfirst = shadow_next >= 0 ? shadow_delay / block : first, slast = shadow_next >= 0 ? (shadow_delay + tail) / block + 1 : last;
+    if (slast >= SPAN_BLOCKS) slast = SPAN_BLOCKS - 1;
+    int span_peak = 0, early_peak = 0, shadow_peak = 0;
+    for (int a = 0, b = peak_pos; a <= (last > slast ? last : slast); a++, b--) {
         if (b < 0) b += SPAN_BLOCKS;
-        if (far_peaks[b] > span_peak) span_peak = far_peaks[b];
+        if (a >= sfirst && a <= slast && far_peaks[b] > shadow_peak) shadow_peak = far_peaks[b];
+        if (a > last) continue;
+        if (a < first) {
+            if (far_peaks[b] > early_peak) early_peak = far_peaks[b];
+        } else if (far_peaks[b] > span_peak) {
+            span_peak = far_peaks[b];
+        }
     }
     if (++peak_pos == SPAN_BLOCKS) peak_pos = 0;
     int mic_peak = peak(mic, block);
     speex_echo_cancellation(echo, mic, far_block, out_block);
+    /* an echo path that moves closer (often a louder one) echoes the far
+     * end that is more recent than the span: when only that part talks,
+     * the far end is active too, and a caller must pass Geigel's test
+     * against it */
+    int early_only = span_peak < FAR_ACTIVE && early_peak >= FAR_ACTIVE;
+    int far_active = span_peak >= FAR_ACTIVE || early_only;
+    float p_main = power(out_block, block);
+    if (relocking >= 0 && ++relocking > RELOCK_BLOCKS) relocking = -1;
+    if (shadow_next >= 0) run_shadow(power(mic, block), far_active);
     float p_mic = 0, p_out = 0, p_echo = 0;
     for (int i = 0; i < block; i++) {
         float m = mic[i], o = out_block[i];
@@ -327,7 +495,6 @@ static void cancel_block(int16_t *mic, const int16_t *ref) {
         p_out += o * o;
         p_echo += (m - o) * (m - o);
     }
-    int far_active = span_peak >= FAR_ACTIVE;
     /* the line's noise, the least a block of the microphone holds (at
      * least -90 dBFS), rising 0.1 dB a block, or 1 dB while more than 20 dB
      * under the block (a line that starts silent and then hisses), is taken
@@ -339,17 +506,37 @@ static void cancel_block(int16_t *mic, const int16_t *ref) {
         conv_out = 0.96f * conv_out + (p_out > mic_floor ? p_out - mic_floor : 0);
     }
     converged = conv_mic > CONVERGED * conv_out;
+    had_converged |= converged;
     speex_preprocess_run(pre, out_block);
     /* the caller can be talking when the microphone is SPEAKING over the
      * line's noise (taken as at least -70 dBFS) */
     float quiet = mic_floor > 100.0f * block ? mic_floor : 100.0f * block;
-    int speaking = p_mic > SPEAKING * quiet, geigel = speaking && mic_peak > GEIGEL * span_peak;
-    int near = blocks_done > STARTUP_BLOCKS && (far_active ? (converged ? p_out > NEAR_RATIO * p_echo : geigel) : speaking);
+    int speaking = p_mic > SPEAKING * quiet, in_span = speaking && mic_peak > GEIGEL * (span_peak > shadow_peak ? span_peak : shadow_peak);
+    int geigel = early_only ? speaking && mic_peak > GEIGEL * early_peak : in_span;
+    /* a converged filter that explains little of the microphone, which
+     * Geigel's test does not take for the caller, while the far end is
+     * still talking (not the end of its turn, where the caller's answer
+     * starts): a change suspected */
+    if (had_converged && far_active && far_now >= FAR_ACTIVE && relocking < 0 && shadow_next < 0) {
+        sus_mic = 0.7f * sus_mic + excess(p_mic);
+        sus_out = 0.7f * sus_out + excess(p_main);
+        suspect = sus_mic < SUSPECT_ERLE * sus_out && !geigel ? suspect + 1 : 0;
+        if (suspect >= SUSPECT_BLOCKS) {
+            suspect_change();
+            /* what MDF took for the caller may have been the new path's
+             * echo: the gate closes, for Geigel's test to open it again */
+            hangover = 0;
+            suspect = 0;
+            sus_mic = sus_out = 0;
+        }
+    }
+    int trusted = converged && relocking < 0;
+    int near = blocks_done > STARTUP_BLOCKS && (far_active ? (trusted && !early_only ? speaking && p_out > NEAR_RATIO * p_echo : geigel) : speaking);
     if (near) hangover = HANGOVER;
     else if (hangover > 0) hangover--;
     /* the caller by the tests that do not ask MDF, which an echo path
      * that moved fails as double talk would: what holds the estimator */
-    if (blocks_done > STARTUP_BLOCKS && (far_active ? geigel : speaking)) caller_hangover = HANGOVER;
+    if (blocks_done > STARTUP_BLOCKS && (span_peak >= FAR_ACTIVE ? in_span : speaking)) caller_hangover = HANGOVER;
     else if (caller_hangover > 0) caller_hangover--;
     float target = (far_active && hangover == 0) || blocks_done <= STARTUP_BLOCKS ? nlp_floor : 1;
     float energy = 0;
