@@ -145,7 +145,7 @@ type Limits struct {
 	// assumes the host spends on a call outside its plugins (socket,
 	// codec, scheduling) until 16 calls run steadily enough to measure
 	// it, and the least it measures after; 0 means the server's default
-	// (0.0014, 1.4 ms of CPU per second of call). A surge is admitted on
+	// (0.00125, 1.25 ms of CPU per second of call). A surge is admitted on
 	// it: set it to what this machine measures (DEPLOY.md, "Sizing").
 	CallHostCost float64
 }
@@ -516,7 +516,7 @@ func (l *Limits) validate() error {
 	case l.FrameDeadline < 0:
 		return invalid("limits.frame_deadline", "must not be negative, got %v", l.FrameDeadline)
 	case l.CallHostCost < 0 || l.CallHostCost > 1:
-		return invalid("limits.call_host_cost", "must be between 0 (the default, 0.0014) and 1, got %g", l.CallHostCost)
+		return invalid("limits.call_host_cost", "must be between 0 (the default, 0.00125) and 1, got %g", l.CallHostCost)
 	case l.PluginSlots < 0:
 		return invalid("limits.plugin_slots", "must not be negative, got %d", l.PluginSlots)
 	case l.CPUHighWaterPercent < 0 || l.CPUHighWaterPercent > 100:

@@ -41,7 +41,7 @@ func TestLoadExample(t *testing.T) {
 			StallTimeout:        5 * time.Second,
 			CallCPUShare:        0.5,
 			FrameDeadline:       20 * time.Millisecond,
-			CallHostCost:        0.0014,
+			CallHostCost:        0.00125,
 		},
 		PluginLimits: config.PluginLimits{
 			Module:         exampleModuleLimits(),

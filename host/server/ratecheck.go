@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +49,7 @@ func (l *trialLog) explain(err error) error {
 // logRouteRates says once which caller rates the route named name takes,
 // and at debug why it refuses each of the others (a call at such a rate
 // is refused with that reason, and logged then).
-func (s *Server) logRouteRates(name string, unfit map[int]error) {
+func (s *Server) logRouteRates(name string, unfit map[int]error, warm float64) {
 	var takes []string
 	for _, rate := range codec.L16Rates {
 		if err := unfit[rate]; err != nil {
@@ -57,5 +58,6 @@ func (s *Server) logRouteRates(name string, unfit map[int]error) {
 		}
 		takes = append(takes, strconv.Itoa(rate))
 	}
-	s.log.Info("route takes callers at", "pipeline", name, "rates_hz", strings.Join(takes, ","))
+	s.log.Info("route takes callers at", "pipeline", name, "rates_hz", strings.Join(takes, ","),
+		"plugins_warm_us_per_frame", math.Round(warm*20e3*10)/10)
 }

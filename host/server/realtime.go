@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voxhost/voxhost/abi"
 	"github.com/voxhost/voxhost/host/pipeline"
 	"github.com/voxhost/voxhost/internal/sched"
 )
@@ -59,15 +61,17 @@ const (
 	// DefaultCallCostPrior is the CPU the host spends on a call outside
 	// its plugins (socket, codec, scheduling), in cores: what a raw call
 	// of 20 ms frames cost on one core of this project's 2-vCPU machines,
-	// measured by the sampler at 250 and 306 steady default-pipeline
-	// calls (0.0011 to 0.0020 from one 100 ms sample to the next, about
-	// 0.0014 in the middle). It is what admission assumes until 16 calls
-	// run, and the floor of what it measures after: a slower machine
-	// measures more. A surge is admitted on it alone, before anything is
-	// measured: at 0.001 a surge of 1,440 let 425 calls in where the core
-	// serves about 350 on time, and their p99 was 46 to 171 ms; at 0.0014,
-	// 303 and 10 to 36 ms (BENCHMARKS.md, "Real time").
-	DefaultCallCostPrior = 0.0014
+	// measured on a quiet box at 367 and 420 steady default-pipeline
+	// calls (0.00107 and 0.00129). It is what admission assumes until 16
+	// calls run, and the floor of what it measures after: a slower
+	// machine measures more. A surge is admitted on it and the route's
+	// warm cost alone, before anything is measured: at 0.0012 a surge of
+	// 1,440 let up to 425 calls in, and those above ~400 were late (p99
+	// 21-28 ms); at 0.00125, 372-420 and p99 6.7-24 ms; at 0.0013,
+	// 349-413 and 3.5-15 ms, where the core serves ~480 on time without
+	// a surge (BENCHMARKS.md, "Admission priced by the route's warm
+	// cost").
+	DefaultCallCostPrior = 0.00125
 	// measureCalls is how many calls must run before the host's cost per
 	// call is measured rather than assumed: with fewer, the process's own
 	// idle work (metrics, GC) would be charged to too few calls.
@@ -130,6 +134,9 @@ type realtime struct {
 
 	mu     sync.Mutex
 	routes map[string]*routeCost
+	// priors are the routes' prices before their calls are measured
+	// (price); a route without one is priced at prior.
+	priors map[string]float64
 	// perCall is what the host spends on a call outside its plugins
 	// (socket, codec, scheduling), in cores: a moving average of the
 	// measured, math.Float64bits; prior until measureCalls run.
@@ -201,15 +208,123 @@ func (rt *realtime) cost(name string) *routeCost {
 	defer rt.mu.Unlock()
 	rc := rt.routes[name]
 	if rc == nil {
-		// Until its calls are measured, a route's plugins are priced as
-		// the host's part is: a route nobody has called yet would
-		// otherwise cost nothing, and a burst into it would all be let
+		// Until its calls are measured, a route's plugins are priced at
+		// what they cost warm among many calls (price), or, for a route
+		// not priced, as the host's part is: a route nobody has called
+		// yet must not cost nothing, or a burst into it would all be let
 		// in (1,440 calls at once: 831 admitted, p50 47 ms).
 		rc = &routeCost{}
-		rc.perCall.Store(math.Float64bits(rt.prior))
+		prior, ok := rt.priors[name]
+		if !ok {
+			prior = rt.prior
+		}
+		rc.perCall.Store(math.Float64bits(prior))
 		rt.routes[name] = rc
 	}
 	return rc
+}
+
+// price takes what each route's plugins cost one call warm, in cores
+// (warmCost, as the routes were set), as the price of their calls until
+// they are measured: warm times atScale, since among many calls their
+// code and state are out of the caches at each frame. A route with
+// calls keeps what its calls measured; a reload changes its price when
+// the sampler measures the new plugins.
+func (rt *realtime) price(warm map[string]float64) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.priors == nil {
+		rt.priors = map[string]float64{}
+	}
+	for name, cores := range warm {
+		prior := cores * atScale
+		rt.priors[name] = prior
+		if rc := rt.routes[name]; rc != nil && rc.calls.Load() == 0 && rc.lastNs == 0 {
+			rc.perCall.Store(math.Float64bits(prior))
+		}
+	}
+}
+
+// The warm measure of a route's plugins (warmCost).
+const (
+	// warmPasses of warmFrames frames of synthetic audio are timed, after
+	// warmUpFrames untimed (the first frames of an instance touch its
+	// memory for the first time); the fastest pass is the warm cost, what
+	// the plugins cost when nothing else takes the core from them.
+	warmPasses, warmFrames, warmUpFrames = 8, 10, 25
+	// warmCPU bounds the time it may take: a plugin that uses its whole
+	// budget every frame is priced from the frames that fit.
+	warmCPU = 50 * time.Millisecond
+	// atScale is what a route's plugins cost at each frame among many
+	// calls over their warm cost here: their code and state are out of
+	// the caches at each frame. The default chain, 420 calls on one core:
+	// 17.2 µs a frame measured by the sampler against 13.7-16.8 warm
+	// (BENCHMARKS.md, "Admission priced by the route's warm cost").
+	atScale = 1.15
+)
+
+// warmCost runs p, a pipeline fed at rate, on frames of synthetic speech
+// (noise in syllable-long bursts and pauses, a far-end reference of the
+// same where a stage asks for one) and returns what it cost, in cores: the
+// thread CPU time of a call-second of its frames, in its fastest pass.
+func warmCost(p *pipeline.Pipeline, rate int) float64 {
+	n := rate / 50 * abi.SampleBytes
+	frame := &pipeline.PCM{Frame: make([]byte, n)}
+	var ref []byte
+	if p.WantsReference() {
+		ref = make([]byte, n)
+	}
+	seed := uint32(2463534242)
+	k := 0
+	next := func() bool {
+		level := 0
+		if k%10 < 6 { // 120 ms of "syllable", 80 ms of pause
+			level = 3000
+		}
+		k++
+		for i := 0; i < n; i += 2 {
+			seed ^= seed << 13
+			seed ^= seed >> 17
+			seed ^= seed << 5
+			v := int16(int(seed%uint32(2*level+1)) - level)
+			frame.Frame[i], frame.Frame[i+1] = byte(v), byte(uint16(v)>>8)
+		}
+		if ref != nil {
+			copy(ref, frame.Frame)
+			p.SetReference(ref)
+		}
+		_, err := p.Process(frame)
+		return err == nil
+	}
+	// One thread, so that its CPU clock is this loop's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for range warmUpFrames {
+		if !next() {
+			return 0
+		}
+	}
+	began, best := sched.ThreadCPUTime(), 0.0
+	for range warmPasses {
+		start, frames := sched.ThreadCPUTime(), 0
+		for frames < warmFrames && next() {
+			frames++
+			if sched.ThreadCPUTime()-began > warmCPU {
+				break
+			}
+		}
+		if frames == 0 {
+			break
+		}
+		cores := (sched.ThreadCPUTime() - start).Seconds() / (float64(frames) * 0.020)
+		if best == 0 || cores < best {
+			best = cores
+		}
+		if sched.ThreadCPUTime()-began > warmCPU {
+			break
+		}
+	}
+	return best
 }
 
 // sample folds one interval of the process's CPU (used over wall) into the

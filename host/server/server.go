@@ -291,6 +291,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.metrics = newMetrics(opts.Registerer, func() float64 { return float64(opts.Runtime.LiveInstances()) })
 	s.rt = newRealtime(opts, s.metrics)
+	s.rt.price(s.routes.Load().warm)
 	// Readiness as a series too: a pod that is full (or draining) drops
 	// out of its Service, and dashboards should show why.
 	s.metrics.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -356,6 +357,10 @@ type routeSet struct {
 	// unfit says, per route and caller rate, why the route cannot take
 	// a call at that rate; a rate it takes has no entry.
 	unfit map[string]map[int]error
+	// warm is what each route's plugins cost one call warm, in cores,
+	// measured as the route was set (warmCost): admission's price for
+	// them until its calls are measured.
+	warm map[string]float64
 }
 
 // SetRoutes replaces the routes new calls may ask for. Each pipeline is
@@ -369,6 +374,7 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 		return fmt.Errorf("server: default pipeline %q is not defined (have %s)", defaultName, strings.Join(routeNames(routes), ", "))
 	}
 	unfit := map[string]map[int]error{}
+	warm := map[string]float64{}
 	for _, name := range routeNames(routes) {
 		r := routes[name]
 		if r.Name == "" {
@@ -381,7 +387,10 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 		// 24 kHz; a route's stages decide which they can take, so each is
 		// tried, and a route that takes none is refused.
 		for _, rate := range codec.L16Rates {
-			err := s.checkRates(ctx, r, rate)
+			cost, err := s.checkRates(ctx, r, rate, rate == codec.Telephony.Rate)
+			if err == nil && rate == codec.Telephony.Rate {
+				warm[name] = cost
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -396,9 +405,12 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 			return unfit[name][codec.Telephony.Rate]
 		}
 	}
-	s.routes.Store(&routeSet{byName: maps.Clone(routes), defaultName: defaultName, unfit: unfit})
+	s.routes.Store(&routeSet{byName: maps.Clone(routes), defaultName: defaultName, unfit: unfit, warm: warm})
+	if s.rt != nil {
+		s.rt.price(warm)
+	}
 	for _, name := range routeNames(routes) {
-		s.logRouteRates(name, unfit[name])
+		s.logRouteRates(name, unfit[name], warm[name])
 	}
 	return nil
 }
@@ -407,9 +419,12 @@ func (s *Server) SetRoutes(ctx context.Context, routes map[string]*Route, defaul
 // rate, each pipeline from the rate it will be fed at, and checks that
 // they end where their audio goes: the inbound pipeline at the bot leg's
 // rate (an echo's: where the outbound starts), the outbound at the
-// caller's.
-func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
+// caller's. With price, it also returns what the pipelines cost a call
+// warm, in cores (warmCost): what admission prices the route's calls at
+// until they are measured. It is measured for G.711's rate, most calls'.
+func (s *Server) checkRates(ctx context.Context, r *Route, rate int, price bool) (float64, error) {
 	said := &trialLog{}
+	cost := 0.0
 	trial := func(d *pipeline.Definition, rate int) (int, error) {
 		// A trial set-up costs what a call's does, and a reload runs
 		// beside calls: it takes its turn at the gate.
@@ -422,20 +437,23 @@ func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
 			return 0, said.explain(err)
 		}
 		defer p.Close(ctx)
+		if price {
+			cost += warmCost(p, rate)
+		}
 		return p.OutputRate(), nil
 	}
 	in, err := trial(r.Inbound, rate)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	u := r.Upstream
 	if u != nil && in != u.Format.Rate {
-		return fmt.Errorf("pipeline %s: for a caller at %d Hz the inbound stages end at %d Hz, but the bot leg (%s, %s) carries %d Hz: end them with a resampler to %d Hz", r.Name, rate, in, u.Dialect.Name(), u.Format, u.Format.Rate, u.Format.Rate)
+		return 0, fmt.Errorf("pipeline %s: for a caller at %d Hz the inbound stages end at %d Hz, but the bot leg (%s, %s) carries %d Hz: end them with a resampler to %d Hz", r.Name, rate, in, u.Dialect.Name(), u.Format, u.Format.Rate, u.Format.Rate)
 	}
 	out := in
 	if r.Outbound != nil {
 		if out, err = trial(r.Outbound, in); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if out != rate {
@@ -446,9 +464,9 @@ func (s *Server) checkRates(ctx context.Context, r *Route, rate int) error {
 		case u != nil:
 			what = fmt.Sprintf("the bot leg carries %s and the route has no outbound stages: it", u.Format)
 		}
-		return fmt.Errorf("pipeline %s: %s at %d Hz, but the caller hears %d Hz: end them with a resampler to %d Hz", r.Name, what, out, rate, rate)
+		return 0, fmt.Errorf("pipeline %s: %s at %d Hz, but the caller hears %d Hz: end them with a resampler to %d Hz", r.Name, what, out, rate, rate)
 	}
-	return nil
+	return cost, nil
 }
 
 // Routes returns the names of the routes new calls may ask for, and the
