@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voxhost/voxhost/host/codec"
+	"github.com/voxhost/voxhost/internal/hosttest"
 	"github.com/voxhost/voxhost/internal/signal"
 )
 
@@ -217,19 +218,11 @@ func TestWatchALiveCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every frame sent is answered before the call ends.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	hosttest.WaitFor(t, "every frame sent to come back", func() bool {
 		mu.Lock()
-		n := len(received)
-		mu.Unlock()
-		if n >= len(sent) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d bytes came back", n, len(sent))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(received) >= len(sent)
+	})
 	c.Close(websocket.StatusNormalClosure, "")
 	<-readDone
 	run(t, ctx, "waiting for the tap's end", chromedp.WaitReady(chromedp.CSS(`body[data-watch="ended"]`)))
